@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Training speed of dptrain against d2l's §13.5 PyTorch code (scripts/bench/d2l_lenet.py), side
+# by side on this machine's CPU at the same thread count, runs alternating so that drift in the
+# machine's speed hits both alike. Prints each run's sec/epoch, the medians and their ratio.
+#
+#   scripts/bench_train.sh [--threads N] [--epochs E] [--repeats R] [--workers W]
+#
+# The baseline needs Debian's python3-torch and python3-torchvision; without them only dptrain's
+# figures are printed. Each epoch is a full pass over Fashion-MNIST's 60,000 training images.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+threads=$(nproc) epochs=2 repeats=3 workers=4
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    *) echo "usage: $0 [--threads N] [--epochs E] [--repeats R] [--workers W]" >&2; exit 2 ;;
+  esac
+done
+
+"$root/scripts/build.sh"
+bin=${BUILD_DIR:-$root/build}/dptrain
+# The same lookup as dptrain's (data/README.md), so that both read the same files.
+data_dir=
+for d in "${DPTRAIN_DATA_DIR:-}" "$root/data/fashion-mnist" /usr/share/datasets/fashion-mnist; do
+  if [[ -n "$d" && ( -e "$d/train-images-idx3-ubyte.gz" || -e "$d/train-images-idx3-ubyte" ) ]]; then
+    data_dir=$d
+    break
+  fi
+done
+[[ -n "$data_dir" ]] || { echo "bench: no Fashion-MNIST found (run scripts/setup.sh)" >&2; exit 1; }
+
+py=/usr/bin/python3
+have_baseline=0
+if "$py" -c 'import torch, torchvision' 2>/dev/null; then have_baseline=1; fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Prints the mean training seconds per epoch of one run, from its own records.
+dptrain_run() {
+  "$bin" train --set parallel.devices=cpu --set runtime.threads="$threads" \
+    --set train.epochs="$epochs" --set data.dir="$data_dir" --set log.level=warn \
+    --output "$work/run-$1" >"$work/run-$1.log"
+  "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sec_per_epoch"])' \
+    "$work/run-$1/summary.json"
+}
+baseline_run() {
+  "$py" "$root/scripts/bench/d2l_lenet.py" --data "$data_dir" --epochs "$epochs" \
+    --threads "$threads" --workers "$workers" >"$work/base-$1.log"
+  tail -n1 "$work/base-$1.log" |
+    "$py" -c 'import json,sys; s=json.load(sys.stdin)["epoch_secs"]; print(sum(s)/len(s))'
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "settings: $threads threads, $epochs epochs per run, $repeats runs each, Fashion-MNIST from $data_dir"
+ours=() base=()
+for ((r = 1; r <= repeats; r++)); do
+  ours+=("$(dptrain_run "$r")")
+  echo "run $r: dptrain ${ours[-1]} sec/epoch"
+  if [[ $have_baseline -eq 1 ]]; then
+    base+=("$(baseline_run "$r")")
+    echo "run $r: d2l pytorch ${base[-1]} sec/epoch (num_workers=$workers)"
+  fi
+done
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+m_ours=$(median "${ours[@]}")
+printf 'dptrain       median %.2f sec/epoch  (%.0f samples/s)\n' "$m_ours" "$(awk -v s="$m_ours" 'BEGIN {print 60000 / s}')"
+if [[ $have_baseline -eq 1 ]]; then
+  m_base=$(median "${base[@]}")
+  printf 'd2l pytorch   median %.2f sec/epoch  (torch %s)\n' "$m_base" \
+    "$("$py" -c 'import torch; print(torch.__version__)')"
+  printf 'speed-up      %.2fx (d2l pytorch / dptrain, medians)\n' \
+    "$(awk -v a="$m_base" -v b="$m_ours" 'BEGIN {print a / b}')"
+else
+  echo "d2l pytorch   not run: install python3-torch and python3-torchvision for the baseline"
+fi

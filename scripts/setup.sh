@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what dptrain needs on Debian 12 and does nothing when it is all there already.
+# Run as root or with sudo available. Extra package names may be passed as arguments.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev libgloo-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev
+  dataset-fashion-mnist
+  "$@"
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -eq 0 ]]; then
+  sudo=()
+elif command -v sudo >/dev/null; then
+  sudo=(sudo)
+else
+  echo "setup: missing packages: ${missing[*]}; run as root or install sudo" >&2
+  exit 1
+fi
+echo "setup: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >&2

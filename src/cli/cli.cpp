@@ -1,0 +1,59 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+
+namespace dptrain::cli {
+namespace {
+
+constexpr const char* kExamples = R"(Examples:
+  dptrain train                                   d2l's LeNet on Fashion-MNIST, best device
+  dptrain train --config configs/d2l.json --set train.epochs=2 --output runs/try
+  dptrain train --set parallel.devices='["cpu"]' --set runtime.threads=2
+  dptrain config --config configs/cpu_smoke.json  print the resolved experiment
+  dptrain info                                    what this build and machine offer
+A --set value is read as JSON when it parses (3, true, ["cpu"], "text"), else as a string.)";
+
+void add_experiment_options(CLI::App& sub, Command& command) {
+  sub.add_option("-c,--config", command.config_file, "experiment file (JSON)")
+      ->check(CLI::ExistingFile);
+  sub.add_option("-s,--set", command.overrides, "override a key: key.path=value (repeatable)")
+      ->allow_extra_args(false);
+}
+
+}  // namespace
+
+ParseResult parse_command_line(int argc, const char* const* argv) {
+  CLI::App app("dptrain: data-parallel training of d2l's LeNet on Fashion-MNIST with LibTorch",
+               "dptrain");
+  app.set_version_flag("--version", std::string("dptrain ") + DPTRAIN_VERSION);
+  app.footer(kExamples);
+  app.require_subcommand(1);
+
+  Command command;
+  CLI::App* train = app.add_subcommand("train", "train a model as an experiment file says");
+  add_experiment_options(*train, command);
+  train->add_option("-o,--output", command.output_dir,
+                    "output folder (default: runs/<name>/<timestamp>)");
+  train->add_flag("--overwrite", command.overwrite,
+                  "allow an --output folder that already holds a run's results");
+  CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
+  add_experiment_options(*show, command);
+  app.add_subcommand("info", "print the LibTorch build, devices and threads");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return {std::nullopt, status == 0 ? 0 : 2};
+  }
+  if (train->parsed()) {
+    command.action = Action::kTrain;
+  } else if (show->parsed()) {
+    command.action = Action::kConfig;
+  } else {
+    command.action = Action::kInfo;
+  }
+  return {command, 0};
+}
+
+}  // namespace dptrain::cli

@@ -1,0 +1,28 @@
+// The command line: CLI11 fills a plain Command and nothing below the app sees CLI11.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dptrain::cli {
+
+enum class Action { kTrain, kConfig, kInfo };
+
+struct Command {
+  Action action = Action::kTrain;
+  std::optional<std::filesystem::path> config_file;  // none: the default experiment
+  std::vector<std::string> overrides;                // "key.path=value"
+  std::optional<std::filesystem::path> output_dir;   // none: runs/<name>/<timestamp>
+  bool overwrite = false;
+};
+
+struct ParseResult {
+  std::optional<Command> command;  // none: help, version or a usage error was already printed
+  int exit_status = 0;
+};
+
+ParseResult parse_command_line(int argc, const char* const* argv);
+
+}  // namespace dptrain::cli

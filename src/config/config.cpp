@@ -1,0 +1,35 @@
+#include "config/config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace dptrain::config {
+
+nlohmann::json to_json(const Config& c) {
+  return {
+      {"name", c.name},
+      {"seed", c.seed},
+      {"data",
+       {{"dataset", c.data.dataset},
+        {"dir", c.data.dir},
+        {"batch_size", c.data.batch_size},
+        {"num_workers", c.data.num_workers},
+        {"pin_memory", c.data.pin_memory},
+        {"drop_last", c.data.drop_last}}},
+      {"model", {{"name", c.model.name}, {"init_std", c.model.init_std}}},
+      {"optimizer",
+       {{"name", c.optimizer.name},
+        {"lr", c.optimizer.lr},
+        {"momentum", c.optimizer.momentum},
+        {"weight_decay", c.optimizer.weight_decay}}},
+      {"train",
+       {{"epochs", c.train.epochs},
+        {"limit_train_batches", c.train.limit_train_batches},
+        {"limit_eval_batches", c.train.limit_eval_batches}}},
+      {"parallel", {{"backend", c.parallel.backend}, {"devices", c.parallel.devices}}},
+      {"precision", c.precision},
+      {"runtime", {{"threads", c.runtime.threads}}},
+      {"log", {{"level", c.log.level}, {"every_steps", c.log.every_steps}}},
+  };
+}
+
+}  // namespace dptrain::config

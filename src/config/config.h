@@ -1,0 +1,69 @@
+// The experiment: plain structs, every field with its default. Loading, merging and checking live
+// in load.h; nothing outside src/config/ sees JSON parsing of the experiment file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dptrain::config {
+
+struct DataConfig {
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist
+  std::string dir;                        // empty: $DPTRAIN_DATA_DIR, ./data/<dataset>, system
+  int64_t batch_size = 256;               // global: summed over every device
+  int64_t num_workers = 0;
+  bool pin_memory = false;
+  bool drop_last = false;
+};
+
+struct ModelConfig {
+  std::string name = "lenet";
+  double init_std = 0.01;  // weights ~ N(0, init_std^2), biases zero (d2l)
+};
+
+struct OptimizerConfig {
+  std::string name = "sgd";
+  double lr = 0.2;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+};
+
+struct TrainConfig {
+  int64_t epochs = 10;
+  int64_t limit_train_batches = 0;  // 0: the whole training set each epoch
+  int64_t limit_eval_batches = 0;   // 0: the whole test set each evaluation
+};
+
+struct ParallelConfig {
+  std::string backend = "single";  // single (dp and ddp: later)
+  std::vector<std::string> devices = {"auto"};
+};
+
+struct RuntimeConfig {
+  int64_t threads = 0;  // intra-op threads; 0: every core
+};
+
+struct LogConfig {
+  std::string level = "info";
+  int64_t every_steps = 0;  // a progress line every N training steps; 0: none
+};
+
+struct Config {
+  std::string name = "d2l-lenet";
+  int64_t seed = 42;
+  DataConfig data;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  TrainConfig train;
+  ParallelConfig parallel;
+  std::string precision = "fp32";  // fp32 (fp16 and bf16: later)
+  RuntimeConfig runtime;
+  LogConfig log;
+};
+
+nlohmann::json to_json(const Config& config);
+
+}  // namespace dptrain::config

@@ -1,0 +1,24 @@
+#include "config/defaults.h"
+
+#include <map>
+
+namespace dptrain::config {
+
+std::string future_feature(const std::string& key_path) {
+  static const std::map<std::string, std::string> kFuture = {
+      {"early_stopping", "early stopping"},
+      {"checkpoint", "checkpoints and resume"},
+      {"data.val_split", "early stopping (validation split)"},
+      {"data.prefetch_batches", "the multi-worker data loader"},
+      {"data.placement", "the multi-worker data loader (device placement)"},
+      {"parallel.output_device", "the dp backend"},
+      {"parallel.dist_backend", "the ddp backend"},
+      {"parallel.bucket_mb", "the ddp backend"},
+      {"parallel.timeout_s", "the ddp backend"},
+      {"optimizer.grad_clip_norm", "mixed precision and gradient clipping"},
+  };
+  const auto it = kFuture.find(key_path);
+  return it == kFuture.end() ? std::string() : it->second;
+}
+
+}  // namespace dptrain::config

@@ -1,0 +1,187 @@
+#include "config/load.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "config/json_merge.h"
+#include "core/error.h"
+#include "core/fs.h"
+
+namespace dptrain::config {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using nlohmann::json;
+
+json parse_json_text(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(ErrorCode::kConfig, source + ": not valid JSON: " + e.what(),
+                "check commas, quotes and brackets near the position given");
+  }
+}
+
+json parse_override_value(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error&) {
+    return text;  // a plain word such as cpu or fashion-mnist
+  }
+}
+
+void apply_override(json& tree, const std::string& text, KeySources& sources) {
+  const std::string source = "--set " + text;
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error(ErrorCode::kUsage, source + ": expected key.path=value",
+                "for example --set train.epochs=2 or --set parallel.devices='[\"cpu\"]'");
+  }
+  set_checked(tree, text.substr(0, eq), parse_override_value(text.substr(eq + 1)), source, sources);
+}
+
+// Range and vocabulary checks, each naming where the offending value came from.
+class Checker {
+ public:
+  explicit Checker(const KeySources& sources) : sources_(sources) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what, const std::string& hint,
+                         ErrorCode code = ErrorCode::kConfig) const {
+    const auto it = sources_.find(key);
+    const std::string source = it == sources_.end() ? "defaults" : it->second;
+    throw Error(code, source + ": " + key + ": " + what, hint);
+  }
+
+  void at_least(const std::string& key, int64_t value, int64_t min) const {
+    if (value < min) {
+      fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(value),
+           "use a value of " + std::to_string(min) + " or more");
+    }
+  }
+
+  void one_of(const std::string& key, const std::string& value,
+              const std::vector<std::string>& allowed) const {
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    fail(key, "unknown value \"" + value + "\"", "use one of: " + list);
+  }
+
+ private:
+  const KeySources& sources_;
+};
+
+Config from_tree(const json& j, const KeySources& sources,
+                 const std::vector<std::string>& model_names) {
+  const Checker check(sources);
+  Config c;
+  c.name = j.at("name").get<std::string>();
+  c.seed = j.at("seed").get<int64_t>();
+  const json& d = j.at("data");
+  c.data.dataset = d.at("dataset").get<std::string>();
+  c.data.dir = d.at("dir").get<std::string>();
+  c.data.batch_size = d.at("batch_size").get<int64_t>();
+  c.data.num_workers = d.at("num_workers").get<int64_t>();
+  c.data.pin_memory = d.at("pin_memory").get<bool>();
+  c.data.drop_last = d.at("drop_last").get<bool>();
+  const json& m = j.at("model");
+  c.model.name = m.at("name").get<std::string>();
+  c.model.init_std = m.at("init_std").get<double>();
+  const json& o = j.at("optimizer");
+  c.optimizer.name = o.at("name").get<std::string>();
+  c.optimizer.lr = o.at("lr").get<double>();
+  c.optimizer.momentum = o.at("momentum").get<double>();
+  c.optimizer.weight_decay = o.at("weight_decay").get<double>();
+  const json& t = j.at("train");
+  c.train.epochs = t.at("epochs").get<int64_t>();
+  c.train.limit_train_batches = t.at("limit_train_batches").get<int64_t>();
+  c.train.limit_eval_batches = t.at("limit_eval_batches").get<int64_t>();
+  const json& p = j.at("parallel");
+  c.parallel.backend = p.at("backend").get<std::string>();
+  c.parallel.devices = p.at("devices").get<std::vector<std::string>>();
+  c.precision = j.at("precision").get<std::string>();
+  c.runtime.threads = j.at("runtime").at("threads").get<int64_t>();
+  c.log.level = j.at("log").at("level").get<std::string>();
+  c.log.every_steps = j.at("log").at("every_steps").get<int64_t>();
+
+  if (c.name.empty() || c.name.find('/') != std::string::npos) {
+    check.fail("name", "must be a non-empty name without '/'", "it names the folder runs/<name>/");
+  }
+  check.one_of("data.dataset", c.data.dataset, {"fashion-mnist", "mnist"});
+  check.at_least("data.batch_size", c.data.batch_size, 1);
+  check.at_least("data.num_workers", c.data.num_workers, 0);
+  if (c.data.num_workers > 0) {
+    check.fail("data.num_workers",
+               "worker threads are not supported yet (the multi-worker loader is coming)",
+               "use 0: batches are assembled in the training thread", ErrorCode::kNotSupported);
+  }
+  check.one_of("model.name", c.model.name, model_names);
+  if (!(c.model.init_std > 0)) check.fail("model.init_std", "must be > 0", "d2l uses 0.01");
+  check.one_of("optimizer.name", c.optimizer.name, {"sgd"});
+  if (!(c.optimizer.lr > 0)) check.fail("optimizer.lr", "must be > 0", "d2l uses 0.2");
+  if (!(c.optimizer.momentum >= 0 && c.optimizer.momentum < 1)) {
+    check.fail("optimizer.momentum", "must be in [0, 1)", "0 is plain SGD, 0.9 is usual");
+  }
+  if (!(c.optimizer.weight_decay >= 0)) {
+    check.fail("optimizer.weight_decay", "must be >= 0", "0 disables weight decay");
+  }
+  check.at_least("train.epochs", c.train.epochs, 1);
+  check.at_least("train.limit_train_batches", c.train.limit_train_batches, 0);
+  check.at_least("train.limit_eval_batches", c.train.limit_eval_batches, 0);
+  if (c.parallel.backend == "dp" || c.parallel.backend == "ddp") {
+    check.fail("parallel.backend", "\"" + c.parallel.backend + "\" is not supported yet",
+               "use \"single\" for now", ErrorCode::kNotSupported);
+  }
+  check.one_of("parallel.backend", c.parallel.backend, {"single"});
+  if (c.parallel.devices.size() != 1) {
+    check.fail("parallel.devices",
+               "the single backend trains on exactly one device, got " +
+                   std::to_string(c.parallel.devices.size()),
+               "give one device: [\"auto\"], [\"cpu\"] or [\"cuda:0\"]");
+  }
+  for (size_t i = 0; i < c.parallel.devices.size(); ++i) {
+    static const std::regex kDevice("auto|cpu|cuda(:[0-9]+)?");
+    if (!std::regex_match(c.parallel.devices[i], kDevice)) {
+      check.fail(
+          "parallel.devices",
+          "entry " + std::to_string(i) + " \"" + c.parallel.devices[i] + "\" is not a device",
+          "use \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+    }
+  }
+  if (c.precision == "fp16" || c.precision == "bf16") {
+    check.fail("precision", "\"" + c.precision + "\" is not supported yet", "use \"fp32\" for now",
+               ErrorCode::kNotSupported);
+  }
+  check.one_of("precision", c.precision, {"fp32"});
+  check.at_least("runtime.threads", c.runtime.threads, 0);
+  check.one_of("log.level", c.log.level, {"trace", "debug", "info", "warn", "error", "off"});
+  check.at_least("log.every_steps", c.log.every_steps, 0);
+  return c;
+}
+
+}  // namespace
+
+Config resolve_config(const std::optional<std::string>& json_text, const std::string& source,
+                      const std::vector<std::string>& overrides,
+                      const std::vector<std::string>& model_names) {
+  json tree = to_json(Config{});
+  KeySources sources;
+  if (json_text) merge_checked(tree, parse_json_text(*json_text, source), source, sources);
+  for (const auto& text : overrides) apply_override(tree, text, sources);
+  return from_tree(tree, sources, model_names);
+}
+
+Config load_config(const std::optional<std::filesystem::path>& file,
+                   const std::vector<std::string>& overrides,
+                   const std::vector<std::string>& model_names) {
+  if (!file) return resolve_config(std::nullopt, "defaults", overrides, model_names);
+  if (!std::filesystem::is_regular_file(*file)) {
+    throw Error(ErrorCode::kConfig, file->string() + ": no such experiment file",
+                "see configs/ for examples, or leave out --config for d2l's default experiment");
+  }
+  return resolve_config(core::read_text_file(*file), file->string(), overrides, model_names);
+}
+
+}  // namespace dptrain::config

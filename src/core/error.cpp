@@ -1,0 +1,50 @@
+#include "core/error.h"
+
+#include <utility>
+
+namespace dptrain::core {
+
+Error::Error(ErrorCode code, const std::string& message, std::string hint)
+    : std::runtime_error(message), code_(code), hint_(std::move(hint)) {}
+
+int exit_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kUsage:
+      return 2;
+    case ErrorCode::kConfig:
+      return 3;
+    case ErrorCode::kData:
+      return 4;
+    case ErrorCode::kIo:
+      return 5;
+    case ErrorCode::kDevice:
+      return 6;
+    case ErrorCode::kNotSupported:
+      return 7;
+    case ErrorCode::kRuntime:
+      return 1;
+  }
+  return 1;
+}
+
+const char* code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kUsage:
+      return "usage error";
+    case ErrorCode::kConfig:
+      return "config error";
+    case ErrorCode::kData:
+      return "data error";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kDevice:
+      return "device error";
+    case ErrorCode::kNotSupported:
+      return "not supported yet";
+    case ErrorCode::kRuntime:
+      return "runtime error";
+  }
+  return "error";
+}
+
+}  // namespace dptrain::core

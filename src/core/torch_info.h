@@ -1,0 +1,25 @@
+// What this LibTorch build and machine offer: versions, accelerators, communication backends.
+// Printed by `dptrain info` and recorded in each run's summary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dptrain::core {
+
+struct TorchInfo {
+  std::string libtorch_version;
+  bool cuda_available = false;
+  bool cudnn_available = false;
+  bool mkldnn_available = false;
+  bool gloo_available = false;  // compiled into this LibTorch
+  bool nccl_available = false;  // compiled into this LibTorch
+  int cuda_device_count = 0;
+  std::vector<std::string> devices;  // "cpu", then "cuda:0" ...
+  int threads = 0;
+};
+
+TorchInfo torch_info();
+std::string format_torch_info(const TorchInfo& info);
+
+}  // namespace dptrain::core

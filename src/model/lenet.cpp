@@ -1,0 +1,35 @@
+#include "model/lenet.h"
+
+#include "model/cpu_kernels.h"
+
+namespace dptrain::model {
+
+LeNetImpl::LeNetImpl(double init_std) : init_std_(init_std) {
+  reset();
+}
+
+void LeNetImpl::reset() {
+  namespace nn = torch::nn;
+  conv1_ = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(1, 20, /*kernel_size=*/3)));
+  conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(20, 50, /*kernel_size=*/5)));
+  fc1_ = register_module("fc1", nn::Linear(800, 128));
+  fc2_ = register_module("fc2", nn::Linear(128, 10));
+  torch::NoGradGuard no_grad;
+  for (auto& param : named_parameters()) {
+    if (param.key().find("bias") != std::string::npos) {
+      param.value().zero_();
+    } else {
+      param.value().normal_(/*mean=*/0.0, /*std=*/init_std_);
+    }
+  }
+}
+
+torch::Tensor LeNetImpl::forward(torch::Tensor x) {
+  x = torch::avg_pool2d(torch::relu(conv2d(x, conv1_->weight, conv1_->bias)), /*kernel_size=*/2);
+  x = torch::avg_pool2d(torch::relu(conv2d(x, conv2_->weight, conv2_->bias)), /*kernel_size=*/2);
+  x = x.flatten(/*start_dim=*/1);  // (channel, row, column) order, whatever the memory layout
+  x = torch::relu(dense(x, fc1_->weight, fc1_->bias));
+  return dense(x, fc2_->weight, fc2_->bias);
+}
+
+}  // namespace dptrain::model

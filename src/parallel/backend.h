@@ -1,0 +1,37 @@
+// The one interface the trainer sees. A backend owns the model's copies on its devices and knows
+// how a step's gradients come together: single has one copy; dp will scatter a batch over
+// replicas in one process; ddp will all-reduce across processes. World size 1 is just a case.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace dptrain::parallel {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  // Every device taking part, across ranks, in rank order (d2l's "on [cuda:0, cuda:1]").
+  virtual std::vector<torch::Device> devices() const = 0;
+  // Where this process's loader should put batches.
+  virtual torch::Device input_device() const = 0;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // The parameters the optimizer steps (the master copy).
+  virtual std::vector<torch::Tensor> parameters() = 0;
+  virtual void set_training(bool training) = 0;
+
+  // Logits for a batch already on input_device().
+  virtual torch::Tensor forward(const torch::Tensor& input) = 0;
+  // After backward: leaves the step's gradient in parameters()' .grad on every rank.
+  virtual void synchronize_gradients() = 0;
+  // Sums each value over the ranks, in place (metrics and evaluation counts).
+  virtual void all_reduce_sum(std::vector<double>& values) = 0;
+};
+
+}  // namespace dptrain::parallel

@@ -1,0 +1,50 @@
+#include "parallel/devices.h"
+
+#include "core/error.h"
+
+namespace dptrain::parallel {
+
+torch::Device resolve_device(const std::string& spec, const std::string& key) {
+  const bool have_cuda = torch::cuda::is_available();
+  if (spec == "auto")
+    return have_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  torch::Device device(torch::kCPU);
+  try {
+    device = torch::Device(spec);
+  } catch (const c10::Error&) {
+    throw core::Error(core::ErrorCode::kDevice, key + ": \"" + spec + "\" is not a device",
+                      "use \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+  }
+  if (device.is_cpu()) return device;
+  if (!device.is_cuda()) {
+    throw core::Error(core::ErrorCode::kDevice, key + ": \"" + spec + "\" is not supported",
+                      "use \"cpu\" or \"cuda:N\"");
+  }
+  if (!have_cuda) {
+    throw core::Error(core::ErrorCode::kDevice,
+                      key + ": \"" + spec + "\" asks for a GPU, but this LibTorch sees none",
+                      "use \"cpu\" or \"auto\", or build against a CUDA LibTorch (dptrain info "
+                      "tells what this build has)");
+  }
+  const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+  const int64_t index = device.has_index() ? device.index() : 0;
+  if (index >= count) {
+    throw core::Error(core::ErrorCode::kDevice,
+                      key + ": \"" + spec + "\" does not exist; this machine has " +
+                          std::to_string(count) + " GPU(s)",
+                      "use cuda:0 to cuda:" + std::to_string(count - 1));
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+std::string format_devices(const std::vector<torch::Device>& devices) {
+  std::string out = "[";
+  for (size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i].str();
+  return out + "]";
+}
+
+}  // namespace dptrain::parallel

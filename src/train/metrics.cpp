@@ -1,0 +1,63 @@
+#include "train/metrics.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+
+namespace dptrain::train {
+
+nlohmann::json to_json(const EpochMetrics& m) {
+  return {{"epoch", m.epoch},         {"train_loss", m.train_loss},
+          {"train_acc", m.train_acc}, {"test_loss", m.test_loss},
+          {"test_acc", m.test_acc},   {"train_sec", m.train_sec},
+          {"eval_sec", m.eval_sec},   {"train_samples", m.train_samples},
+          {"steps", m.steps},         {"samples_per_sec", m.samples_per_sec()}};
+}
+
+nlohmann::json to_json(const RunSummary& s) {
+  return {{"test_acc", s.test_acc},
+          {"test_loss", s.test_loss},
+          {"train_loss", s.train_loss},
+          {"train_acc", s.train_acc},
+          {"sec_per_epoch", s.sec_per_epoch},
+          {"eval_sec_per_epoch", s.eval_sec_per_epoch},
+          {"samples_per_sec", s.samples_per_sec},
+          {"epochs_run", s.epochs_run},
+          {"backend", s.backend},
+          {"devices", s.devices},
+          {"world_size", s.world_size},
+          {"precision", s.precision},
+          {"libtorch_version", s.libtorch_version}};
+}
+
+RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
+  RunSummary s;
+  if (epochs.empty()) return s;
+  const EpochMetrics& last = epochs.back();
+  s.test_acc = last.test_acc;
+  s.test_loss = last.test_loss;
+  s.train_loss = last.train_loss;
+  s.train_acc = last.train_acc;
+  double train_sec = 0;
+  double eval_sec = 0;
+  int64_t samples = 0;
+  for (const auto& m : epochs) {
+    train_sec += m.train_sec;
+    eval_sec += m.eval_sec;
+    samples += m.train_samples;
+  }
+  s.epochs_run = static_cast<int64_t>(epochs.size());
+  s.sec_per_epoch = train_sec / s.epochs_run;
+  s.eval_sec_per_epoch = eval_sec / s.epochs_run;
+  s.samples_per_sec = train_sec > 0 ? samples / train_sec : 0;
+  return s;
+}
+
+MetricsFile::MetricsFile(std::filesystem::path path) : path_(std::move(path)) {}
+
+void MetricsFile::append(const EpochMetrics& m) {
+  contents_ += to_json(m).dump() + "\n";
+  core::write_file_atomic(path_, contents_);
+}
+
+}  // namespace dptrain::train

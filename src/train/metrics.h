@@ -1,0 +1,61 @@
+// What a run measures: one record per epoch (metrics.jsonl) and the final summary.json, both
+// written atomically so that a reader or a crash never leaves half a file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dptrain::train {
+
+struct EpochMetrics {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0;
+  double train_acc = 0;
+  double test_loss = 0;
+  double test_acc = 0;
+  double train_sec = 0;  // the training pass alone, as d2l's timer measures it
+  double eval_sec = 0;
+  int64_t train_samples = 0;
+  int64_t steps = 0;
+  double samples_per_sec() const { return train_sec > 0 ? train_samples / train_sec : 0; }
+};
+
+struct RunSummary {
+  double test_acc = 0;
+  double test_loss = 0;
+  double train_loss = 0;
+  double train_acc = 0;
+  double sec_per_epoch = 0;  // mean training seconds per epoch
+  double eval_sec_per_epoch = 0;
+  double samples_per_sec = 0;
+  int64_t epochs_run = 0;
+  std::string backend;
+  std::vector<std::string> devices;
+  int world_size = 1;
+  std::string precision;
+  std::string libtorch_version;
+};
+
+nlohmann::json to_json(const EpochMetrics& m);
+nlohmann::json to_json(const RunSummary& s);
+
+// Sums up a finished run's epochs (the last epoch's accuracies, mean timings).
+RunSummary summarize(const std::vector<EpochMetrics>& epochs);
+
+// metrics.jsonl: one JSON object per line, one line per epoch; the whole file is rewritten
+// atomically after each epoch (it is small) so that it is complete at every moment.
+class MetricsFile {
+ public:
+  explicit MetricsFile(std::filesystem::path path);
+  void append(const EpochMetrics& m);
+
+ private:
+  std::filesystem::path path_;
+  std::string contents_;
+};
+
+}  // namespace dptrain::train

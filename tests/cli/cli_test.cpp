@@ -1,0 +1,124 @@
+// Runs the built dptrain binary, as a user would, and checks its output and exit status.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+std::string last_line(const std::string& text) {
+  const auto end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return {};
+  const auto start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+// A tiny data set and quick settings, so that a whole run takes a moment.
+struct TinyRun {
+  TempDir dir;
+  TinyRun() { write_tiny_dataset(dir / "data", 64, 32); }
+  std::string args() const {
+    return "--set data.dir=" + (dir / "data").string() +
+           " --set data.batch_size=16 --set train.epochs=2 --set parallel.devices=cpu"
+           " --set runtime.threads=1";
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the version and help flags answer and exit 0", "[cli]") {
+  const auto version = run_dptrain("--version");
+  CHECK(version.status == 0);
+  CHECK(version.out == std::string("dptrain ") + DPTRAIN_VERSION + "\n");
+  const auto help = run_dptrain("--help");
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("Examples:"));
+  CHECK_THAT(help.out, Catch::Contains("train"));
+}
+
+TEST_CASE("info reports the LibTorch version, backends, devices and threads", "[cli]") {
+  const auto info = run_dptrain("info");
+  CHECK(info.status == 0);
+  for (const char* line :
+       {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu", "threads: "}) {
+    CHECK_THAT(info.out, Catch::Contains(line));
+  }
+}
+
+TEST_CASE("config prints the resolved experiment with overrides applied", "[cli]") {
+  TempDir dir;
+  write_text(dir / "exp.json", R"({"name": "mine", "train": {"epochs": 4}})");
+  const auto result = run_dptrain("config --config " + (dir / "exp.json").string() +
+                                  " --set train.epochs=6 --set parallel.devices='[\"cpu\"]'");
+  REQUIRE(result.status == 0);
+  const auto resolved = nlohmann::json::parse(result.out);
+  CHECK(resolved.at("name") == "mine");
+  CHECK(resolved.at("train").at("epochs") == 6);
+  CHECK(resolved.at("parallel").at("devices") == nlohmann::json::array({"cpu"}));
+  CHECK(resolved.at("optimizer").at("lr") == 0.2);
+}
+
+TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[cli]") {
+  TempDir dir;
+  const auto file = (dir / "bad.json").string();
+  write_text(file, R"({"optimizer": {"lr": "fast"}})");
+  const auto result = run_dptrain("train --config " + file);
+  CHECK(result.status == 3);
+  CHECK_THAT(result.err, Catch::Contains(file + ": optimizer.lr: expected a number, got a string"));
+  CHECK_THAT(result.err, Catch::Contains("hint: "));
+  CHECK(result.out.empty());
+}
+
+TEST_CASE("an unknown option or missing file is a usage error with status 2", "[cli]") {
+  CHECK(run_dptrain("train --epochs 3").status == 2);
+  CHECK(run_dptrain("train --config /nonexistent.json").status == 2);
+  CHECK(run_dptrain("").status == 2);
+}
+
+TEST_CASE("asking for a backend that has not landed exits 7, not supported yet", "[cli]") {
+  const auto result = run_dptrain("train --set parallel.backend=ddp");
+  CHECK(result.status == 7);
+  CHECK_THAT(result.err, Catch::Contains("not supported yet"));
+}
+
+TEST_CASE("missing data exits 4 and says where it looked", "[cli]") {
+  TempDir dir;
+  const auto result = run_dptrain("train --set data.dir=" + dir.path().string());
+  CHECK(result.status == 4);
+  CHECK_THAT(result.err, Catch::Contains("missing train-images-idx3-ubyte"));
+}
+
+TEST_CASE("train writes its files and ends stdout with d2l's line", "[cli]") {
+  TinyRun tiny;
+  const auto out = tiny.dir / "out";
+  const auto result = run_dptrain("train " + tiny.args() + " --output " + out.string());
+  REQUIRE(result.status == 0);
+  CHECK_THAT(last_line(result.out),
+             Catch::Matches(R"(test acc: \d\.\d\d, [0-9.]+ sec/epoch on \[cpu\])"));
+  for (const char* file : {"config.json", "metrics.jsonl", "summary.json"}) {
+    CHECK(std::filesystem::exists(out / file));
+  }
+  const auto summary = nlohmann::json::parse(dptrain::core::read_text_file(out / "summary.json"));
+  CHECK(summary.at("epochs_run") == 2);
+
+  const auto again = run_dptrain("train " + tiny.args() + " --output " + out.string());
+  CHECK(again.status == 5);
+  CHECK_THAT(again.err, Catch::Contains("already holds a run's results"));
+  CHECK(run_dptrain("train " + tiny.args() + " --output " + out.string() + " --overwrite").status ==
+        0);
+}
+
+TEST_CASE("without --output a run goes to runs/<name>/<timestamp>", "[cli]") {
+  TinyRun tiny;
+  const auto result = run_dptrain("train " + tiny.args() + " --set name=tiny", tiny.dir.path());
+  REQUIRE(result.status == 0);
+  const auto runs = tiny.dir / "runs" / "tiny";
+  REQUIRE(std::filesystem::is_directory(runs));
+  const auto run = *std::filesystem::directory_iterator(runs);
+  CHECK(std::filesystem::exists(run.path() / "summary.json"));
+}

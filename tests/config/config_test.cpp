@@ -1,0 +1,146 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "config/load.h"
+#include "core/error.h"
+#include "support/fixtures.h"
+
+using dptrain::config::Config;
+using dptrain::config::resolve_config;
+using dptrain::core::Error;
+using dptrain::core::ErrorCode;
+
+namespace {
+
+const std::vector<std::string> kModels = {"lenet"};
+
+Config resolve(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return resolve_config(text, "exp.json", overrides, kModels);
+}
+
+// Runs `f`, expects an Error with `code`, and returns its message for further checks.
+template <typename F>
+std::string error_of(F&& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.code() == code);
+    CHECK_FALSE(e.hint().empty());
+    return e.what();
+  }
+  FAIL("no error was raised");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("the defaults are d2l's one-device LeNet experiment", "[config]") {
+  const Config c = resolve_config(std::nullopt, "defaults", {}, kModels);
+  CHECK(c.data.dataset == "fashion-mnist");
+  CHECK(c.data.batch_size == 256);
+  CHECK(c.model.name == "lenet");
+  CHECK(c.model.init_std == 0.01);
+  CHECK(c.optimizer.name == "sgd");
+  CHECK(c.optimizer.lr == 0.2);
+  CHECK(c.train.epochs == 10);
+  CHECK(c.parallel.backend == "single");
+  CHECK(c.parallel.devices == std::vector<std::string>{"auto"});
+  CHECK(c.precision == "fp32");
+}
+
+TEST_CASE("a file sets keys and --set overrides it, values read as JSON or as text", "[config]") {
+  const Config c = resolve(R"({"train": {"epochs": 3}, "data": {"batch_size": 128}})",
+                           {"train.epochs=5", "data.dir=/tmp/x", "parallel.devices=[\"cpu\"]",
+                            "data.pin_memory=true", "optimizer.lr=0.1", "name=\"quoted\""});
+  CHECK(c.train.epochs == 5);
+  CHECK(c.data.batch_size == 128);
+  CHECK(c.data.dir == "/tmp/x");
+  CHECK(c.parallel.devices == std::vector<std::string>{"cpu"});
+  CHECK(c.data.pin_memory);
+  CHECK(c.optimizer.lr == 0.1);
+  CHECK(c.name == "quoted");
+}
+
+TEST_CASE("a single device may be written without brackets", "[config]") {
+  CHECK(resolve(R"({"parallel": {"devices": "cpu"}})").parallel.devices ==
+        std::vector<std::string>{"cpu"});
+}
+
+TEST_CASE("an integer key takes an integer where a number key takes either", "[config]") {
+  CHECK(resolve(R"({"optimizer": {"lr": 1}})").optimizer.lr == 1.0);
+  const std::string msg =
+      error_of([] { resolve(R"({"train": {"epochs": 2.5}})"); }, ErrorCode::kConfig);
+  CHECK(msg == "exp.json: train.epochs: expected an integer, got a number 2.5");
+}
+
+TEST_CASE("an unknown key is an error naming the file and the key path", "[config]") {
+  const std::string msg =
+      error_of([] { resolve(R"({"data": {"batch_sise": 128}})"); }, ErrorCode::kConfig);
+  CHECK(msg == "exp.json: data.batch_sise: unknown key");
+}
+
+TEST_CASE("a wrong type is an error naming the file, the key and both types", "[config]") {
+  const std::string msg =
+      error_of([] { resolve(R"({"data": {"batch_size": "256"}})"); }, ErrorCode::kConfig);
+  CHECK(msg == "exp.json: data.batch_size: expected an integer, got a string \"256\"");
+  const std::string list_msg =
+      error_of([] { resolve(R"({"parallel": {"devices": ["cpu", 0]}})"); }, ErrorCode::kConfig);
+  CHECK(list_msg == "exp.json: parallel.devices[1]: expected a string, got an integer 0");
+}
+
+TEST_CASE("an out-of-range value is an error naming where it came from", "[config]") {
+  CHECK(error_of([] { resolve(R"({"data": {"batch_size": 0}})"); }, ErrorCode::kConfig) ==
+        "exp.json: data.batch_size: must be at least 1, got 0");
+  CHECK(error_of([] { resolve("{}", {"train.epochs=0"}); }, ErrorCode::kConfig) ==
+        "--set train.epochs=0: train.epochs: must be at least 1, got 0");
+  CHECK(error_of([] { resolve(R"({"optimizer": {"lr": -1}})"); }, ErrorCode::kConfig) ==
+        "exp.json: optimizer.lr: must be > 0");
+  CHECK(error_of([] { resolve(R"({"data": {"dataset": "cifar"}})"); }, ErrorCode::kConfig) ==
+        "exp.json: data.dataset: unknown value \"cifar\"");
+  CHECK(error_of([] { resolve(R"({"model": {"name": "resnet"}})"); }, ErrorCode::kConfig) ==
+        "exp.json: model.name: unknown value \"resnet\"");
+  CHECK(error_of([] { resolve(R"({"parallel": {"devices": ["gpu0"]}})"); }, ErrorCode::kConfig) ==
+        "exp.json: parallel.devices: entry 0 \"gpu0\" is not a device");
+}
+
+TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
+  CHECK(
+      error_of([] { resolve(R"({"parallel": {"backend": "ddp"}})"); }, ErrorCode::kNotSupported) ==
+      "exp.json: parallel.backend: \"ddp\" is not supported yet");
+  CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
+        "exp.json: precision: \"bf16\" is not supported yet");
+  CHECK_THAT(
+      error_of([] { resolve(R"({"early_stopping": {"patience": 3}})"); }, ErrorCode::kNotSupported),
+      Catch::StartsWith("exp.json: early_stopping: early stopping is not supported yet"));
+  CHECK_THAT(error_of([] { resolve("{}", {"checkpoint.dir=x"}); }, ErrorCode::kNotSupported),
+             Catch::StartsWith("--set checkpoint.dir=x: checkpoint: checkpoints and resume"));
+  CHECK(error_of([] { resolve(R"({"data": {"num_workers": 4}})"); }, ErrorCode::kNotSupported) ==
+        "exp.json: data.num_workers: worker threads are not supported yet (the multi-worker "
+        "loader is coming)");
+}
+
+TEST_CASE("a malformed file or override is an error naming it", "[config]") {
+  CHECK_THAT(error_of([] { resolve(R"({"train": {"epochs": 3,}})"); }, ErrorCode::kConfig),
+             Catch::StartsWith("exp.json: not valid JSON"));
+  CHECK(error_of([] { resolve("[1, 2]"); }, ErrorCode::kConfig) ==
+        "exp.json: (top level): expected an object, got a list");
+  CHECK(error_of([] { resolve("{}", {"train.epochs"}); }, ErrorCode::kUsage) ==
+        "--set train.epochs: expected key.path=value");
+  CHECK(error_of([] { resolve("{}", {"train.epochs.x=1"}); }, ErrorCode::kConfig) ==
+        "--set train.epochs.x=1: train.epochs.x: train.epochs is not an object, so it has no "
+        "key \"x\"");
+  CHECK(error_of([] { resolve("{}", {"train.epoch=1"}); }, ErrorCode::kConfig) ==
+        "--set train.epoch=1: train.epoch: unknown key");
+}
+
+TEST_CASE("a missing experiment file is a config error naming it", "[config]") {
+  CHECK(error_of([] { dptrain::config::load_config("/nonexistent/exp.json", {}, kModels); },
+                 ErrorCode::kConfig) == "/nonexistent/exp.json: no such experiment file");
+}
+
+TEST_CASE("the resolved config written out reads back as the same experiment", "[config]") {
+  const Config c = resolve(R"({"seed": 7, "train": {"epochs": 4}})", {"data.dir=/d"});
+  const std::string dumped = dptrain::config::to_json(c).dump();
+  CHECK(dptrain::config::to_json(resolve(dumped)).dump() == dumped);
+}

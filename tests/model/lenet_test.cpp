@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "model/cpu_kernels.h"
+#include "model/lenet.h"
+#include "model/registry.h"
+
+using namespace dptrain::model;
+
+namespace {
+
+int64_t count_parameters(torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+// d2l's lenet() written with plain torch ops, for comparison with the module's CPU path.
+torch::Tensor reference_forward(LeNet& net, torch::Tensor x) {
+  auto p = net->named_parameters();
+  x = torch::avg_pool2d(torch::relu(torch::conv2d(x, p["conv1.weight"], p["conv1.bias"])), 2);
+  x = torch::avg_pool2d(torch::relu(torch::conv2d(x, p["conv2.weight"], p["conv2.bias"])), 2);
+  x = x.reshape({x.size(0), -1});
+  x = torch::relu(torch::linear(x, p["fc1.weight"], p["fc1.bias"]));
+  return torch::linear(x, p["fc2.weight"], p["fc2.bias"]);
+}
+
+}  // namespace
+
+TEST_CASE("LeNet maps a batch of 28x28 images to 10 logits", "[model]") {
+  LeNet net;
+  CHECK(net->forward(torch::rand({5, 1, 28, 28})).sizes() == torch::IntArrayRef({5, 10}));
+}
+
+TEST_CASE("LeNet has d2l's exact parameter count and shapes", "[model]") {
+  LeNet net;
+  CHECK(count_parameters(*net) == 129068);
+  auto p = net->named_parameters();
+  CHECK(p["conv1.weight"].sizes() == torch::IntArrayRef({20, 1, 3, 3}));
+  CHECK(p["conv2.weight"].sizes() == torch::IntArrayRef({50, 20, 5, 5}));
+  CHECK(p["fc1.weight"].sizes() == torch::IntArrayRef({128, 800}));
+  CHECK(p["fc2.weight"].sizes() == torch::IntArrayRef({10, 128}));
+}
+
+TEST_CASE("LeNet's weights are drawn from N(0, init_std^2) and its biases are zero", "[model]") {
+  torch::manual_seed(0);
+  LeNet net(/*init_std=*/0.01);
+  auto p = net->named_parameters();
+  for (const char* bias : {"conv1.bias", "conv2.bias", "fc1.bias", "fc2.bias"}) {
+    CHECK(p[bias].abs().max().item<float>() == 0.0f);
+  }
+  const auto w = p["fc1.weight"];  // 102,400 draws: mean and std within a few percent
+  CHECK(std::abs(w.mean().item<double>()) < 1e-4);
+  CHECK(w.std().item<double>() == Approx(0.01).epsilon(0.02));
+}
+
+TEST_CASE("the CPU compute path gives d2l's forward and gradients", "[model]") {
+  torch::manual_seed(1);
+  LeNet net(/*init_std=*/0.1);
+  const auto x = torch::rand({8, 1, 28, 28});
+  const auto fast = net->forward(x);
+  const auto reference = reference_forward(net, x);
+  CHECK(torch::allclose(fast, reference, /*rtol=*/1e-5, /*atol=*/1e-6));
+
+  const auto grads = [&](const torch::Tensor& out) {
+    net->zero_grad();
+    out.pow(2).sum().backward();
+    std::vector<torch::Tensor> g;
+    for (const auto& p : net->parameters()) g.push_back(p.grad().clone());
+    return g;
+  };
+  const auto g_fast = grads(net->forward(x));
+  const auto g_reference = grads(reference_forward(net, x));
+  for (size_t i = 0; i < g_fast.size(); ++i) {
+    CHECK(torch::allclose(g_fast[i], g_reference[i], /*rtol=*/1e-4, /*atol=*/1e-6));
+  }
+}
+
+TEST_CASE("dense() equals torch::linear", "[model]") {
+  const auto x = torch::randn({7, 30});
+  const auto w = torch::randn({4, 30});
+  const auto b = torch::randn({4});
+  CHECK(torch::allclose(dense(x, w, b), torch::linear(x, w, b), 1e-5, 1e-5));
+}
+
+TEST_CASE("the registry builds LeNet by name and refuses unknown names", "[model]") {
+  dptrain::config::ModelConfig config;
+  auto model = make_model(config);
+  CHECK(model.forward(torch::rand({2, 1, 28, 28})).sizes() == torch::IntArrayRef({2, 10}));
+  CHECK(model_names() == std::vector<std::string>{"lenet"});
+  config.name = "vgg";
+  CHECK_THROWS_AS(make_model(config), dptrain::core::Error);
+}

@@ -1,0 +1,49 @@
+// Helpers shared by the tests: scratch folders, hand-made IDX files, running the built binary.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dptrain::testing {
+
+// A fresh folder under the system's temp dir, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The bytes of an unsigned-byte IDX file with these dimensions and values.
+std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims,
+                               const std::vector<uint8_t>& values);
+void write_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
+void write_gzip(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::filesystem::path& path, const std::string& text);
+
+// Writes the four (Fashion-)MNIST files of a tiny data set: `train` and `test` images of 28x28
+// whose pixels encode their index, labels index % 10.
+void write_tiny_dataset(const std::filesystem::path& dir, int64_t train, int64_t test);
+
+// Where the real Fashion-MNIST is (as the tool looks it up); the tests that need it fail with a
+// message that says how to install it when it is missing.
+std::filesystem::path real_data_dir();
+
+struct ProcessResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the built dptrain with these arguments (a shell-quoted string) in `cwd`.
+ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {});
+
+}  // namespace dptrain::testing
