@@ -42,13 +42,14 @@ trap 'rm -rf "$work"' EXIT
 dptrain_run() {
   "$bin" train --set parallel.devices=cpu --set runtime.threads="$threads" \
     --set train.epochs="$epochs" --set data.dir="$data_dir" --set log.level=warn \
-    --output "$work/run-$1" >"$work/run-$1.log"
+    --output "$work/run-$1" >"$work/run-$1.log" 2>&1 || { cat "$work/run-$1.log" >&2; exit 1; }
   "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sec_per_epoch"])' \
     "$work/run-$1/summary.json"
 }
 baseline_run() {
   "$py" "$root/scripts/bench/d2l_lenet.py" --data "$data_dir" --epochs "$epochs" \
-    --threads "$threads" --workers "$workers" >"$work/base-$1.log"
+    --threads "$threads" --workers "$workers" >"$work/base-$1.log" 2>"$work/base-$1.err" ||
+    { cat "$work/base-$1.err" >&2; exit 1; }
   tail -n1 "$work/base-$1.log" |
     "$py" -c 'import json,sys; s=json.load(sys.stdin)["epoch_secs"]; print(sum(s)/len(s))'
 }

@@ -1,6 +1,6 @@
 #include "config/json_merge.h"
 
-#include "config/defaults.h"
+#include "config/future_keys.h"
 #include "core/error.h"
 
 namespace dptrain::config {

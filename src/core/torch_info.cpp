@@ -1,6 +1,7 @@
 #include "core/torch_info.h"
 
 #include <sstream>
+#include <thread>
 
 #include "core/torch_compat.h"
 
@@ -22,7 +23,8 @@ TorchInfo torch_info() {
   info.devices.push_back("cpu");
   for (int i = 0; i < info.cuda_device_count; ++i)
     info.devices.push_back("cuda:" + std::to_string(i));
-  info.threads = torch::get_num_threads();
+  info.cores = static_cast<int>(std::thread::hardware_concurrency());
+  info.default_threads = torch::get_num_threads();
   return info;
 }
 
@@ -38,7 +40,9 @@ std::string format_torch_info(const TorchInfo& info) {
       << "nccl: " << yes_no(info.nccl_available) << "\n"
       << "devices:";
   for (const auto& d : info.devices) out << " " << d;
-  out << "\nthreads: " << info.threads << "\n";
+  out << "\nthreads: " << info.cores
+      << " (runtime.threads 0 uses every core; LibTorch's own default "
+      << "here: " << info.default_threads << ")\n";
   return out.str();
 }
 

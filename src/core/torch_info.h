@@ -16,7 +16,8 @@ struct TorchInfo {
   bool nccl_available = false;  // compiled into this LibTorch
   int cuda_device_count = 0;
   std::vector<std::string> devices;  // "cpu", then "cuda:0" ...
-  int threads = 0;
+  int cores = 0;                     // what runtime.threads 0 uses
+  int default_threads = 0;           // LibTorch's own default intra-op thread count
 };
 
 TorchInfo torch_info();

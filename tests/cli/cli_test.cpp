@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/fs.h"
 #include "support/fixtures.h"
@@ -11,11 +12,13 @@ using namespace dptrain::testing;
 namespace {
 
 std::string last_line(const std::string& text) {
-  const auto end = text.find_last_not_of('\n');
-  if (end == std::string::npos) return {};
-  const auto start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1,
-                     end - (start == std::string::npos ? 0 : start + 1) + 1);
+  std::istringstream lines(text);
+  std::string line;
+  std::string last;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
 }
 
 // A tiny data set and quick settings, so that a whole run takes a moment.

@@ -1,4 +1,4 @@
-#include "config/defaults.h"
+#include "config/future_keys.h"
 
 #include <map>
 
