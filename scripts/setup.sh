@@ -26,7 +26,12 @@ else
   echo "setup: missing packages: ${missing[*]}; run as root or install sudo" >&2
   exit 1
 fi
-echo "setup: installing ${missing[*]}" >&2
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
-  "${missing[@]}" >&2
+log=${TMPDIR:-/tmp}/dptrain-setup.log
+echo "setup: installing ${missing[*]} (log: $log)" >&2
+if ! { "${sudo[@]}" apt-get update -qq &&
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"; } >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "setup: apt-get failed; the whole log is in $log" >&2
+  exit 1
+fi

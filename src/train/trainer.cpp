@@ -43,11 +43,7 @@ struct Session {
 };
 
 Session build_session(const config::Config& config) {
-  const std::filesystem::path data_dir =
-      data::locate_data_dir(config.data.dir, config.data.dataset);
-  spdlog::info("data: {} from {}", config.data.dataset, data_dir.string());
-  const data::Splits splits = data::load_splits(data_dir);
-
+  // The backend first: a device that is not there fails before the data set is read.
   torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
   Session s;
   s.backend = parallel::make_backend(config.parallel, model::make_model(config.model));
@@ -56,6 +52,11 @@ Session build_session(const config::Config& config) {
   if (config.data.pin_memory && !device.is_cuda()) {
     spdlog::info("data.pin_memory has no effect when training on {}", device.str());
   }
+
+  const std::filesystem::path data_dir =
+      data::locate_data_dir(config.data.dir, config.data.dataset);
+  spdlog::info("data: {} from {}", config.data.dataset, data_dir.string());
+  const data::Splits splits = data::load_splits(data_dir);
 
   data::LoaderOptions train_options;
   train_options.batch_size = config.data.batch_size;
