@@ -1,0 +1,65 @@
+// The single backend and the loader on a GPU. Without one these tests print "[cuda] skipped",
+// which ctest reports as skipped (tests/CMakeLists.txt).
+#include <catch2/catch.hpp>
+
+#include <iostream>
+
+#include "data/image_dataset.h"
+#include "data/loader.h"
+#include "model/registry.h"
+#include "parallel/single.h"
+
+using namespace dptrain;
+
+namespace {
+
+bool skip_without_cuda() {
+  if (torch::cuda::is_available()) return false;
+  std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
+  return true;
+}
+
+std::shared_ptr<data::ImageDataset> random_images(int64_t n) {
+  torch::manual_seed(3);
+  return std::make_shared<data::ImageDataset>(
+      torch::randint(0, 256, {n, 28, 28}, torch::kInt64).to(torch::kUInt8),
+      torch::randint(0, 10, {n}, torch::kInt64).to(torch::kUInt8), 10);
+}
+
+std::vector<torch::Tensor> train_steps(torch::Device device, bool pin_memory, int steps) {
+  const auto dataset = random_images(64 * steps);
+  data::LoaderOptions options;
+  options.batch_size = 64;
+  options.pin_memory = pin_memory;
+  data::BatchLoader loader(dataset, std::make_shared<data::RandomSampler>(dataset->size(), 1),
+                           options, device);
+  torch::manual_seed(0);
+  parallel::SingleDevice backend(model::make_model(config::ModelConfig{}), device);
+  torch::optim::SGD sgd(backend.parameters(), torch::optim::SGDOptions(0.2));
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    REQUIRE(batch->images.device() == device);
+    sgd.zero_grad();
+    torch::nn::functional::cross_entropy(backend.forward(batch->images), batch->labels).backward();
+    backend.synchronize_gradients();
+    sgd.step();
+  }
+  std::vector<torch::Tensor> params;
+  for (const auto& p : backend.parameters()) params.push_back(p.detach().cpu());
+  return params;
+}
+
+}  // namespace
+
+TEST_CASE("training on cuda:0 gives the CPU's parameters, pinned or not", "[cuda]") {
+  if (skip_without_cuda()) return;
+  const auto cpu = train_steps(torch::kCPU, false, 5);
+  for (const bool pinned : {false, true}) {
+    INFO("pin_memory " << pinned);
+    const auto gpu = train_steps(torch::Device(torch::kCUDA, 0), pinned, 5);
+    REQUIRE(gpu.size() == cpu.size());
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      CHECK(torch::allclose(gpu[i], cpu[i], /*rtol=*/1e-4, /*atol=*/1e-6));
+    }
+  }
+}
