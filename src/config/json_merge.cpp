@@ -54,24 +54,27 @@ void check_unknown(const json& base, const std::string& key, const std::string& 
   fail(source, path, "unknown key", "known keys here: " + known);
 }
 
+// Whether `given` has the JSON type of the default `expected` (an integer where a number is
+// expected is fine; a fraction where an integer is expected is not).
+bool same_type(const json& expected, const json& given) {
+  if (expected.is_number_integer()) return given.is_number_integer();
+  if (expected.is_number_float()) return given.is_number();
+  return expected.type() == given.type();
+}
+
 // Returns the value to store: `given`, or `given` adapted where the schema allows it.
 json checked_value(const json& expected, const json& given, const std::string& path,
                    const std::string& source) {
-  const bool want_int = expected.is_number_integer();
-  const bool ok =
-      (expected.is_boolean() && given.is_boolean()) ||
-      (expected.is_string() && given.is_string()) || (want_int && given.is_number_integer()) ||
-      (expected.is_number_float() && given.is_number()) ||
-      (expected.is_array() && given.is_array()) || (expected.is_object() && given.is_object());
   if (expected.is_string() && given.is_null()) return "";  // null: "not set"
   // A single value stands for a one-element list: "devices": "cpu".
-  if (expected.is_array() && !given.is_array() && !expected.empty() &&
-      checked_value(expected.front(), given, path, source) == given) {
+  if (expected.is_array() && !expected.empty() && same_type(expected.front(), given)) {
     return json::array({given});
   }
-  if (!ok) {
+  if (!same_type(expected, given)) {
     std::string hint = "write " + type_name(expected) + ", as in the default: " + expected.dump();
-    if (want_int && given.is_number_float()) hint = "write a whole number without a decimal point";
+    if (expected.is_number_integer() && given.is_number_float()) {
+      hint = "write a whole number without a decimal point";
+    }
     fail(source, path,
          "expected " + type_name(expected) + ", got " + type_name(given) + " " + given.dump(),
          hint);

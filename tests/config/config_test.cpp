@@ -65,6 +65,8 @@ TEST_CASE("a file sets keys and --set overrides it, values read as JSON or as te
 TEST_CASE("a single device may be written without brackets", "[config]") {
   CHECK(resolve(R"({"parallel": {"devices": "cpu"}})").parallel.devices ==
         std::vector<std::string>{"cpu"});
+  CHECK(error_of([] { resolve(R"({"parallel": {"devices": 5}})"); }, ErrorCode::kConfig) ==
+        "exp.json: parallel.devices: expected a list, got an integer 5");
 }
 
 TEST_CASE("an integer key takes an integer where a number key takes either", "[config]") {
