@@ -22,15 +22,9 @@ done
 
 "$root/scripts/build.sh"
 bin=${BUILD_DIR:-$root/build}/dptrain
-# The same lookup as dptrain's (data/README.md), so that both read the same files.
-data_dir=
-for d in "${DPTRAIN_DATA_DIR:-}" "$root/data/fashion-mnist" /usr/share/datasets/fashion-mnist; do
-  if [[ -n "$d" && ( -e "$d/train-images-idx3-ubyte.gz" || -e "$d/train-images-idx3-ubyte" ) ]]; then
-    data_dir=$d
-    break
-  fi
-done
-[[ -n "$data_dir" ]] || { echo "bench: no Fashion-MNIST found (run scripts/setup.sh)" >&2; exit 1; }
+# dptrain's own lookup (data/README.md), so that both read the same files.
+data_dir=$("$bin" info | sed -n 's/^data fashion-mnist: //p')
+[[ -d "$data_dir" ]] || { echo "bench: no Fashion-MNIST found (run scripts/setup.sh)" >&2; exit 1; }
 
 py=/usr/bin/python3
 have_baseline=0

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/torch_info.h"
+#include "data/locate.h"
 #include "model/registry.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
@@ -22,10 +23,21 @@ config::Config resolve(const cli::Command& command) {
   return config::load_config(command.config_file, command.overrides, model::model_names());
 }
 
+// Where the default lookup finds a data set; scripts read this line instead of repeating the rule.
+std::string data_line(const std::string& dataset) {
+  std::string where;
+  try {
+    where = data::locate_data_dir("", dataset).string();
+  } catch (const core::Error&) {
+    where = "not found (see data/README.md)";
+  }
+  return "data " + dataset + ": " + where + "\n";
+}
+
 int run(const cli::Command& command) {
   switch (command.action) {
     case cli::Action::kInfo:
-      std::cout << core::format_torch_info(core::torch_info());
+      std::cout << core::format_torch_info(core::torch_info()) << data_line("fashion-mnist");
       return 0;
     case cli::Action::kConfig:
       std::cout << config::to_json(resolve(command)).dump(2) << std::endl;
@@ -55,9 +67,9 @@ int main(int argc, char** argv) {
     return core::exit_status(e.code());
   } catch (const c10::Error& e) {
     spdlog::error("LibTorch error: {}", e.what_without_backtrace());
-    return 1;
+    return core::exit_status(core::ErrorCode::kRuntime);
   } catch (const std::exception& e) {
     spdlog::error("unexpected error: {}", e.what());
-    return 1;
+    return core::exit_status(core::ErrorCode::kRuntime);
   }
 }

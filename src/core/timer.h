@@ -8,7 +8,6 @@ namespace dptrain::core {
 class Stopwatch {
  public:
   Stopwatch() : start_(Clock::now()) {}
-  void restart() { start_ = Clock::now(); }
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
  private:

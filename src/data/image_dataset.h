@@ -20,9 +20,6 @@ class ImageDataset : public Dataset {
   int64_t size() const override { return images_.size(0); }
   Batch get_batch(const std::vector<int64_t>& indices) const override;
 
-  const torch::Tensor& images() const { return images_; }
-  const torch::Tensor& labels() const { return labels_; }
-
  private:
   torch::Tensor images_;
   torch::Tensor labels_;
