@@ -47,8 +47,8 @@ TEST_CASE("the version and help flags answer and exit 0", "[cli]") {
 TEST_CASE("info reports the LibTorch version, backends, devices and threads", "[cli]") {
   const auto info = run_dptrain("info");
   CHECK(info.status == 0);
-  for (const char* line :
-       {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu", "threads: "}) {
+  for (const char* line : {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu",
+                           "threads: ", "data fashion-mnist: "}) {
     CHECK_THAT(info.out, Catch::Contains(line));
   }
 }
@@ -78,9 +78,15 @@ TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[c
 }
 
 TEST_CASE("an unknown option or missing file is a usage error with status 2", "[cli]") {
-  CHECK(run_dptrain("train --epochs 3").status == 2);
-  CHECK(run_dptrain("train --config /nonexistent.json").status == 2);
-  CHECK(run_dptrain("").status == 2);
+  const auto unknown = run_dptrain("train --epochs 3");
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("not expected: 3 --epochs"));
+  const auto missing = run_dptrain("train --config /nonexistent.json");
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Catch::Contains("--config: File does not exist: /nonexistent.json"));
+  const auto bare = run_dptrain("");
+  CHECK(bare.status == 2);
+  CHECK_THAT(bare.err, Catch::Contains("A subcommand is required"));
 }
 
 TEST_CASE("asking for a backend that has not landed exits 7, not supported yet", "[cli]") {
