@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "config/load.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/torch_info.h"
 #include "data/locate.h"
@@ -45,6 +46,7 @@ int run(const cli::Command& command) {
     case cli::Action::kTrain: {
       const config::Config config = resolve(command);
       core::init_logging(config.log.level);
+      core::install_interrupt_handler();
       const auto output = train::make_run_dir(command.output_dir, config.name, command.overwrite);
       train::train(config, output, std::cout);
       return 0;

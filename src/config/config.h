@@ -14,9 +14,11 @@ struct DataConfig {
   std::string dataset = "fashion-mnist";  // fashion-mnist | mnist
   std::string dir;                        // empty: $DPTRAIN_DATA_DIR, ./data/<dataset>, system
   int64_t batch_size = 256;               // global: summed over every device
-  int64_t num_workers = 0;
-  bool pin_memory = false;
   bool drop_last = false;
+  std::string placement = "auto";  // host | device | auto (device on GPUs, host on CPUs)
+  int64_t num_workers = 0;         // host placement: assembling threads; 0: the training thread
+  int64_t prefetch_batches = 0;    // host placement: batches ready ahead; 0: 2 per worker
+  bool pin_memory = false;         // host placement to a GPU: pinned buffers, async copies
 };
 
 struct ModelConfig {

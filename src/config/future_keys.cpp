@@ -9,8 +9,6 @@ std::string future_feature(const std::string& key_path) {
       {"early_stopping", "early stopping"},
       {"checkpoint", "checkpoints and resume"},
       {"data.val_split", "early stopping (validation split)"},
-      {"data.prefetch_batches", "the multi-worker data loader"},
-      {"data.placement", "the multi-worker data loader (device placement)"},
       {"parallel.output_device", "the dp backend"},
       {"parallel.dist_backend", "the ddp backend"},
       {"parallel.bucket_mb", "the ddp backend"},

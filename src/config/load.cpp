@@ -15,6 +15,11 @@ using core::Error;
 using core::ErrorCode;
 using nlohmann::json;
 
+// Beyond these a typo is likelier than a need: each worker is a thread, each prefetched batch a
+// buffer (pinned memory, with pin_memory).
+constexpr int64_t kMaxWorkers = 64;
+constexpr int64_t kMaxPrefetch = 1024;
+
 json parse_json_text(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
@@ -61,6 +66,13 @@ class Checker {
     }
   }
 
+  void at_most(const std::string& key, int64_t value, int64_t max) const {
+    if (value > max) {
+      fail(key, "must be at most " + std::to_string(max) + ", got " + std::to_string(value),
+           "use a value of " + std::to_string(max) + " or less");
+    }
+  }
+
   void one_of(const std::string& key, const std::string& value,
               const std::vector<std::string>& allowed) const {
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
@@ -83,9 +95,11 @@ Config from_tree(const json& j, const KeySources& sources,
   c.data.dataset = d.at("dataset").get<std::string>();
   c.data.dir = d.at("dir").get<std::string>();
   c.data.batch_size = d.at("batch_size").get<int64_t>();
-  c.data.num_workers = d.at("num_workers").get<int64_t>();
-  c.data.pin_memory = d.at("pin_memory").get<bool>();
   c.data.drop_last = d.at("drop_last").get<bool>();
+  c.data.placement = d.at("placement").get<std::string>();
+  c.data.num_workers = d.at("num_workers").get<int64_t>();
+  c.data.prefetch_batches = d.at("prefetch_batches").get<int64_t>();
+  c.data.pin_memory = d.at("pin_memory").get<bool>();
   const json& m = j.at("model");
   c.model.name = m.at("name").get<std::string>();
   c.model.init_std = m.at("init_std").get<double>();
@@ -111,12 +125,11 @@ Config from_tree(const json& j, const KeySources& sources,
   }
   check.one_of("data.dataset", c.data.dataset, {"fashion-mnist", "mnist"});
   check.at_least("data.batch_size", c.data.batch_size, 1);
+  check.one_of("data.placement", c.data.placement, {"auto", "host", "device"});
   check.at_least("data.num_workers", c.data.num_workers, 0);
-  if (c.data.num_workers > 0) {
-    check.fail("data.num_workers",
-               "worker threads are not supported yet (the multi-worker loader is coming)",
-               "use 0: batches are assembled in the training thread", ErrorCode::kNotSupported);
-  }
+  check.at_most("data.num_workers", c.data.num_workers, kMaxWorkers);
+  check.at_least("data.prefetch_batches", c.data.prefetch_batches, 0);
+  check.at_most("data.prefetch_batches", c.data.prefetch_batches, kMaxPrefetch);
   check.one_of("model.name", c.model.name, model_names);
   if (!(c.model.init_std > 0)) check.fail("model.init_std", "must be > 0", "d2l uses 0.01");
   check.one_of("optimizer.name", c.optimizer.name, {"sgd"});

@@ -1,5 +1,6 @@
-// The Dataset interface the loader sees: a size, and a batch for a list of indices. A batch's
-// images are float in [0, 1] (d2l's ToTensor), its labels int64 class indices.
+// The Dataset interface the loaders see: a size, a sample shape, and a batch for a list of
+// indices written into buffers the caller owns (fresh, or a reused pinned staging buffer). A
+// batch's images are float in [0, 1] (d2l's ToTensor), its labels int64 class indices.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,12 +16,32 @@ struct Batch {
   int64_t size() const { return labels.size(0); }
 };
 
+// A split as whole tensors, for keeping it on the training device: batch k is
+// decode(samples[indices]) with labels[indices].
+struct StoredSplit {
+  torch::Tensor samples;  // [N, ...] in the stored dtype
+  torch::Tensor labels;   // [N] integer class indices
+  // A 256-entry float table that turns uint8 samples into batch values; undefined when the samples
+  // already are the float values.
+  torch::Tensor decode_table;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
-  // `indices` are in [0, size()); the batch keeps their order.
-  virtual Batch get_batch(const std::vector<int64_t>& indices) const = 0;
+  // One sample's shape, [C, H, W].
+  virtual std::vector<int64_t> sample_shape() const = 0;
+  // Writes the samples `indices` (each in [0, size())), in order, into the first rows of `images`
+  // (contiguous float32 CPU [>= n, C, H, W]) and `labels` (contiguous int64 CPU [>= n]).
+  // Called from loader worker threads: must not modify the dataset.
+  virtual void fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
+                          torch::Tensor& labels) const = 0;
+  // The whole split as tensors; by default every sample decoded to float.
+  virtual StoredSplit stored_split() const;
+
+  // A freshly allocated batch of these indices.
+  Batch get_batch(c10::ArrayRef<int64_t> indices) const;
 };
 
 }  // namespace dptrain::data

@@ -1,7 +1,7 @@
 #include "data/image_dataset.h"
 
+#include <algorithm>
 #include <array>
-#include <cstring>
 
 #include "core/error.h"
 #include "data/idx.h"
@@ -77,13 +77,20 @@ ImageDataset ImageDataset::from_idx_files(const std::filesystem::path& images_fi
   }
 }
 
-Batch ImageDataset::get_batch(const std::vector<int64_t>& indices) const {
+std::vector<int64_t> ImageDataset::sample_shape() const {
+  return {1, images_.size(1), images_.size(2)};
+}
+
+void ImageDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
+                              torch::Tensor& labels) const {
   const int64_t n = static_cast<int64_t>(indices.size());
-  const int64_t h = images_.size(1);
-  const int64_t w = images_.size(2);
-  const int64_t pixels = h * w;
-  torch::Tensor images = torch::empty({n, 1, h, w}, torch::kFloat32);
-  torch::Tensor labels = torch::empty({n}, torch::kInt64);
+  const int64_t pixels = images_.size(1) * images_.size(2);
+  TORCH_CHECK(images.is_contiguous() && images.scalar_type() == torch::kFloat32 &&
+                  images.numel() >= n * pixels,
+              "ImageDataset: the image buffer is too small or not contiguous float32");
+  TORCH_CHECK(
+      labels.is_contiguous() && labels.scalar_type() == torch::kInt64 && labels.numel() >= n,
+      "ImageDataset: the label buffer is too small or not contiguous int64");
   const uint8_t* src = images_.data_ptr<uint8_t>();
   const uint8_t* src_labels = labels_.data_ptr<uint8_t>();
   float* dst = images.data_ptr<float>();
@@ -97,7 +104,13 @@ Batch ImageDataset::get_batch(const std::vector<int64_t>& indices) const {
     for (int64_t p = 0; p < pixels; ++p) out[p] = scale[row[p]];
     dst_labels[b] = src_labels[i];
   }
-  return {images, labels};
+}
+
+StoredSplit ImageDataset::stored_split() const {
+  const auto& scale = unit_scale_table();
+  torch::Tensor table = torch::empty({256}, torch::kFloat32);
+  std::copy(scale.begin(), scale.end(), table.data_ptr<float>());
+  return {images_.unsqueeze(1), labels_, table};
 }
 
 }  // namespace dptrain::data

@@ -4,7 +4,7 @@
 
 namespace dptrain::train {
 
-EvalResult evaluate(parallel::Backend& backend, data::BatchLoader& loader) {
+EvalResult evaluate(parallel::Backend& backend, data::Loader& loader) {
   backend.set_training(false);
   core::compat::InferenceGuard no_autograd;
   const auto options = torch::TensorOptions().device(backend.input_device());

@@ -13,6 +13,6 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
-EvalResult evaluate(parallel::Backend& backend, data::BatchLoader& loader);
+EvalResult evaluate(parallel::Backend& backend, data::Loader& loader);
 
 }  // namespace dptrain::train

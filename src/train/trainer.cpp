@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/fs.h"
+#include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
 #include "data/locate.h"
@@ -38,9 +39,38 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const config::OptimizerC
 struct Session {
   std::unique_ptr<parallel::Backend> backend;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::unique_ptr<data::BatchLoader> train_loader;
-  std::unique_ptr<data::BatchLoader> test_loader;
+  std::unique_ptr<data::Loader> train_loader;
+  std::unique_ptr<data::Loader> test_loader;
 };
+
+// The loader keys that do nothing with this placement and device, said once instead of ignored.
+void log_inert_loader_keys(const config::DataConfig& c, data::Placement placement,
+                           torch::Device device) {
+  std::vector<std::string> inert;
+  if (placement == data::Placement::kDevice) {
+    if (c.num_workers > 0) inert.push_back("data.num_workers");
+    if (c.prefetch_batches > 0) inert.push_back("data.prefetch_batches");
+    if (c.pin_memory) inert.push_back("data.pin_memory");
+  } else if (c.pin_memory && !device.is_cuda()) {
+    inert.push_back("data.pin_memory");
+  }
+  for (const auto& key : inert) {
+    spdlog::info("{} has no effect with data placement \"{}\" on {}", key,
+                 data::placement_name(placement), device.str());
+  }
+}
+
+data::LoaderOptions loader_options(const config::Config& config, data::Placement placement) {
+  data::LoaderOptions o;
+  o.batch_size = config.data.batch_size;
+  o.drop_last = config.data.drop_last;
+  o.limit_batches = config.train.limit_train_batches;
+  o.placement = placement;
+  o.num_workers = config.data.num_workers;
+  o.prefetch_batches = config.data.prefetch_batches;
+  o.pin_memory = config.data.pin_memory;
+  return o;
+}
 
 Session build_session(const config::Config& config) {
   // The backend first: a device that is not there fails before the data set is read.
@@ -49,30 +79,28 @@ Session build_session(const config::Config& config) {
   s.backend = parallel::make_backend(config.parallel, model::make_model(config.model));
   s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
   const torch::Device device = s.backend->input_device();
-  if (config.data.pin_memory && !device.is_cuda()) {
-    spdlog::info("data.pin_memory has no effect when training on {}", device.str());
-  }
 
   const std::filesystem::path data_dir =
       data::locate_data_dir(config.data.dir, config.data.dataset);
-  spdlog::info("data: {} from {}", config.data.dataset, data_dir.string());
   const data::Splits splits = data::load_splits(data_dir);
+  const data::Placement placement = data::resolve_placement(config.data.placement, device);
+  spdlog::info("data: {} from {}, placed on the {}{}", config.data.dataset, data_dir.string(),
+               data::placement_name(placement),
+               placement == data::Placement::kHost
+                   ? fmt::format(" ({} workers)", config.data.num_workers)
+                   : std::string());
+  log_inert_loader_keys(config.data, placement, device);
 
-  data::LoaderOptions train_options;
-  train_options.batch_size = config.data.batch_size;
-  train_options.drop_last = config.data.drop_last;
-  train_options.limit_batches = config.train.limit_train_batches;
-  train_options.pin_memory = config.data.pin_memory;
-  s.train_loader = std::make_unique<data::BatchLoader>(
+  const data::LoaderOptions train_options = loader_options(config, placement);
+  s.train_loader = data::make_loader(
       splits.train, std::make_shared<data::RandomSampler>(splits.train->size(), config.seed),
       train_options, device);
-
   data::LoaderOptions test_options = train_options;
   test_options.drop_last = false;
   test_options.limit_batches = config.train.limit_eval_batches;
-  s.test_loader = std::make_unique<data::BatchLoader>(
-      splits.test, std::make_shared<data::SequentialSampler>(splits.test->size()), test_options,
-      device);
+  s.test_loader =
+      data::make_loader(splits.test, std::make_shared<data::SequentialSampler>(splits.test->size()),
+                        test_options, device);
   return s;
 }
 
@@ -102,6 +130,8 @@ EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
     correct += logits.argmax(1).eq(batch->labels).sum();
     m.train_samples += batch->size();
     ++m.steps;
+    core::throw_if_interrupted("in epoch " + std::to_string(m.epoch) + " after step " +
+                               std::to_string(m.steps) + " of " + std::to_string(steps));
     if (log_every > 0 && m.steps % log_every == 0) {
       spdlog::info("epoch {} step {}/{} loss {:.4f}", m.epoch, m.steps, steps, loss.item<double>());
     }

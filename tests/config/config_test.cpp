@@ -117,9 +117,26 @@ TEST_CASE("features that have not landed are 'not supported yet', never a fallba
       Catch::StartsWith("exp.json: early_stopping: early stopping is not supported yet"));
   CHECK_THAT(error_of([] { resolve("{}", {"checkpoint.dir=x"}); }, ErrorCode::kNotSupported),
              Catch::StartsWith("--set checkpoint.dir=x: checkpoint: checkpoints and resume"));
-  CHECK(error_of([] { resolve(R"({"data": {"num_workers": 4}})"); }, ErrorCode::kNotSupported) ==
-        "exp.json: data.num_workers: worker threads are not supported yet (the multi-worker "
-        "loader is coming)");
+  CHECK_THAT(error_of([] { resolve("{}", {"data.val_split=0.1"}); }, ErrorCode::kNotSupported),
+             Catch::StartsWith("--set data.val_split=0.1: data.val_split: early stopping "
+                               "(validation split) is not supported yet"));
+}
+
+TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[config]") {
+  const Config c = resolve(R"({"data": {"placement": "device", "num_workers": 4,
+                                        "prefetch_batches": 3, "pin_memory": true}})");
+  CHECK(c.data.placement == "device");
+  CHECK(c.data.num_workers == 4);
+  CHECK(c.data.prefetch_batches == 3);
+  CHECK(resolve("{}").data.placement == "auto");
+  CHECK(error_of([] { resolve(R"({"data": {"placement": "gpu"}})"); }, ErrorCode::kConfig) ==
+        "exp.json: data.placement: unknown value \"gpu\"");
+  CHECK(error_of([] { resolve("{}", {"data.num_workers=-1"}); }, ErrorCode::kConfig) ==
+        "--set data.num_workers=-1: data.num_workers: must be at least 0, got -1");
+  CHECK(error_of([] { resolve("{}", {"data.num_workers=500"}); }, ErrorCode::kConfig) ==
+        "--set data.num_workers=500: data.num_workers: must be at most 64, got 500");
+  CHECK(error_of([] { resolve(R"({"data": {"prefetch_batches": 5000}})"); }, ErrorCode::kConfig) ==
+        "exp.json: data.prefetch_batches: must be at most 1024, got 5000");
 }
 
 TEST_CASE("a malformed file or override is an error naming it", "[config]") {

@@ -1,0 +1,41 @@
+#include "core/interrupt.h"
+
+#include <csignal>
+
+#include "core/error.h"
+
+namespace dptrain::core {
+namespace {
+
+volatile std::sig_atomic_t g_requested = 0;
+
+void on_sigint(int /*signal*/) {
+  g_requested = 1;
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction action = {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;  // the second Ctrl-C gets the default action: terminate
+  sigaction(SIGINT, &action, nullptr);
+}
+
+bool interrupt_requested() {
+  return g_requested != 0;
+}
+
+void throw_if_interrupted(const std::string& where) {
+  if (!interrupt_requested()) return;
+  throw Error(ErrorCode::kInterrupted, "interrupted by Ctrl-C (SIGINT) " + where,
+              "the finished epochs are in the run folder's metrics.jsonl");
+}
+
+void clear_interrupt() {
+  g_requested = 0;
+  install_interrupt_handler();
+}
+
+}  // namespace dptrain::core

@@ -1,0 +1,40 @@
+#include "data/resident_loader.h"
+
+namespace dptrain::data {
+
+ResidentLoader::ResidentLoader(std::shared_ptr<const Dataset> dataset,
+                               std::shared_ptr<const Sampler> sampler, LoaderOptions options,
+                               torch::Device device)
+    : sampler_(std::move(sampler)), options_(options), device_(device) {
+  const StoredSplit stored = dataset->stored_split();
+  samples_ = stored.samples.to(device_);
+  labels_ = stored.labels.to(device_, torch::kInt64);
+  if (stored.decode_table.defined()) decode_table_ = stored.decode_table.to(device_);
+}
+
+int64_t ResidentLoader::batches_per_epoch() const {
+  return data::batches_per_epoch(sampler_->size(), options_);
+}
+
+void ResidentLoader::start_epoch(int64_t epoch) {
+  const std::vector<int64_t> order = sampler_->epoch_indices(epoch);
+  order_ = torch::tensor(order, torch::kInt64).to(device_);
+  next_batch_ = 0;
+}
+
+std::optional<Batch> ResidentLoader::next() {
+  TORCH_CHECK(order_.defined(), "loader: start_epoch() must come before next()");
+  if (next_batch_ >= batches_per_epoch()) return std::nullopt;
+  const int64_t begin = next_batch_ * options_.batch_size;
+  const int64_t end = std::min<int64_t>(begin + options_.batch_size, order_.size(0));
+  ++next_batch_;
+  const torch::Tensor indices = order_.slice(0, begin, end);
+  torch::Tensor images = samples_.index_select(0, indices);
+  if (decode_table_.defined()) {
+    // A table lookup rather than a division: bit-identical to the host path on every device.
+    images = decode_table_.index_select(0, images.flatten().to(torch::kInt64)).view(images.sizes());
+  }
+  return Batch{images, labels_.index_select(0, indices)};
+}
+
+}  // namespace dptrain::data
