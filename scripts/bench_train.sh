@@ -20,25 +20,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-"$root/scripts/build.sh"
-bin=${BUILD_DIR:-$root/build}/dptrain
-# dptrain's own lookup (data/README.md), so that both read the same files.
-data_dir=$("$bin" info | sed -n 's/^data fashion-mnist: //p')
-[[ -d "$data_dir" ]] || { echo "bench: no Fashion-MNIST found (run scripts/setup.sh)" >&2; exit 1; }
-
-py=/usr/bin/python3
+source "$root/scripts/bench/common.sh"
 have_baseline=0
-if "$py" -c 'import torch, torchvision' 2>/dev/null; then have_baseline=1; fi
+if have_torch_baseline; then have_baseline=1; fi
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-# Prints the mean training seconds per epoch of one run, from its own records.
 dptrain_run() {
-  "$bin" train --set parallel.devices=cpu --set runtime.threads="$threads" \
-    --set train.epochs="$epochs" --set data.dir="$data_dir" --set log.level=warn \
-    --output "$work/run-$1" >"$work/run-$1.log" 2>&1 || { cat "$work/run-$1.log" >&2; exit 1; }
-  "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sec_per_epoch"])' \
-    "$work/run-$1/summary.json"
+  dptrain_sec_per_epoch "$1" --set parallel.devices=cpu --set runtime.threads="$threads" \
+    --set train.epochs="$epochs"
 }
 baseline_run() {
   "$py" "$root/scripts/bench/d2l_lenet.py" --data "$data_dir" --epochs "$epochs" \
@@ -48,7 +36,7 @@ baseline_run() {
     "$py" -c 'import json,sys; s=json.load(sys.stdin)["epoch_secs"]; print(sum(s)/len(s))'
 }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+machine_line
 echo "settings: $threads threads, $epochs epochs per run, $repeats runs each, Fashion-MNIST from $data_dir"
 ours=() base=()
 for ((r = 1; r <= repeats; r++)); do
@@ -60,7 +48,6 @@ for ((r = 1; r <= repeats; r++)); do
   fi
 done
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 m_ours=$(median "${ours[@]}")
 printf 'dptrain       median %.2f sec/epoch  (%.0f samples/s)\n' "$m_ours" "$(awk -v s="$m_ours" 'BEGIN {print 60000 / s}')"
 if [[ $have_baseline -eq 1 ]]; then

@@ -13,14 +13,21 @@ void on_sigint(int /*signal*/) {
   g_requested = 1;
 }
 
-}  // namespace
-
-void install_interrupt_handler() {
+void arm() {
   struct sigaction action = {};
   action.sa_handler = on_sigint;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESETHAND;  // the second Ctrl-C gets the default action: terminate
   sigaction(SIGINT, &action, nullptr);
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  // A job started with SIGINT ignored (nohup, `cmd &` in a script) keeps ignoring it.
+  struct sigaction current = {};
+  sigaction(SIGINT, nullptr, &current);
+  if (current.sa_handler != SIG_IGN) arm();
 }
 
 bool interrupt_requested() {
@@ -35,7 +42,7 @@ void throw_if_interrupted(const std::string& where) {
 
 void clear_interrupt() {
   g_requested = 0;
-  install_interrupt_handler();
+  arm();
 }
 
 }  // namespace dptrain::core

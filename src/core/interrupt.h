@@ -1,6 +1,7 @@
 // Ctrl-C: the first SIGINT asks the run to stop at the next safe point (between steps, or while
 // waiting for the data loader), so that loader threads are joined and finished files stay intact;
-// a second SIGINT kills the process at once, as usual.
+// a second SIGINT kills the process at once, as usual. A process started with SIGINT ignored
+// (nohup, a background job of a script) keeps ignoring it.
 #pragma once
 
 #include <string>
@@ -11,7 +12,8 @@ void install_interrupt_handler();
 bool interrupt_requested();
 // Throws Error(kInterrupted) naming `where` when an interrupt has been requested.
 void throw_if_interrupted(const std::string& where);
-// Forgets a request and re-arms the handler (tests that interrupt themselves).
+// Forgets a request and arms the handler, even where SIGINT was ignored (tests that interrupt
+// themselves).
 void clear_interrupt();
 
 }  // namespace dptrain::core

@@ -1,6 +1,7 @@
 // Runs the built dptrain binary, as a user would, and checks its output and exit status.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -130,4 +131,34 @@ TEST_CASE("without --output a run goes to runs/<name>/<timestamp>", "[cli]") {
   REQUIRE(std::filesystem::is_directory(runs));
   const auto run = *std::filesystem::directory_iterator(runs);
   CHECK(std::filesystem::exists(run.path() / "summary.json"));
+}
+
+TEST_CASE("MNIST trains from data.dir with data.dataset mnist", "[cli]") {
+  TinyRun tiny;
+  const auto out = tiny.dir / "out";
+  const auto result =
+      run_dptrain("train " + tiny.args() + " --set data.dataset=mnist --output " + out.string());
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.err, Catch::Contains("data: mnist from " + (tiny.dir / "data").string()));
+  const auto summary = nlohmann::json::parse(dptrain::core::read_text_file(out / "summary.json"));
+  CHECK(summary.at("epochs_run") == 2);
+}
+
+TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", "[cli]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 4000, 32);
+  const auto out = dir / "out";
+  BackgroundRun run({"train", "--set", "data.dir=" + (dir / "data").string(), "--set",
+                     "data.batch_size=2", "--set", "data.num_workers=2", "--set", "train.epochs=50",
+                     "--set", "parallel.devices=cpu", "--set", "runtime.threads=1", "--set",
+                     "log.every_steps=1", "--output", out.string()});
+  REQUIRE(run.wait_for_stderr("epoch 1 step 5/2000", 60));
+  run.signal(SIGINT);
+  const auto result = run.finish(10);
+  CHECK(result.status == 130);
+  CHECK_THAT(result.err,
+             Catch::Matches(R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
+                            R"(after step \d+ of 2000(.|\n)*)"));
+  CHECK(std::filesystem::exists(out / "config.json"));
+  CHECK_FALSE(std::filesystem::exists(out / "summary.json"));
 }

@@ -1,13 +1,18 @@
 #include "support/fixtures.h"
 
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "data/locate.h"
 
@@ -74,6 +79,17 @@ std::filesystem::path real_data_dir() {
   return data::locate_data_dir("", "fashion-mnist");
 }
 
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
 ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd) {
   TempDir capture;
   std::string command;
@@ -83,14 +99,79 @@ ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& 
   const int raw = std::system(command.c_str());
   ProcessResult result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
   result.out = slurp(capture / "out");
   result.err = slurp(capture / "err");
+  return result;
+}
+
+BackgroundRun::BackgroundRun(const std::vector<std::string>& args) {
+  std::vector<std::string> argv_strings = {DPTRAIN_BINARY};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, (capture_ / "out").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, (capture_ / "err").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // The test runner may ignore SIGINT (a background job); the child must start with the default.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int failed = posix_spawn(&pid, argv[0], &files, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attributes);
+  if (failed != 0) throw std::runtime_error("posix_spawn of dptrain failed");
+  pid_ = pid;
+}
+
+BackgroundRun::~BackgroundRun() {
+  if (reaped_) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+bool BackgroundRun::wait_for_stderr(const std::string& text, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (slurp(capture_ / "err").find(text) != std::string::npos) return true;
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      reaped_ = true;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+void BackgroundRun::signal(int signal_number) const {
+  ::kill(pid_, signal_number);
+}
+
+ProcessResult BackgroundRun::finish(double timeout_s) {
+  ProcessResult result;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int raw = 0;
+  while (!reaped_) {
+    if (::waitpid(pid_, &raw, WNOHANG) == pid_) {
+      reaped_ = true;
+      result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    } else if (std::chrono::steady_clock::now() >= deadline) {
+      break;  // the destructor kills it
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  result.out = slurp(capture_ / "out");
+  result.err = slurp(capture_ / "err");
   return result;
 }
 

@@ -46,4 +46,25 @@ struct ProcessResult {
 // Runs the built dptrain with these arguments (a shell-quoted string) in `cwd`.
 ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {});
 
+// dptrain running in the background, its stdout and stderr going to files, so that a test can
+// watch it and send it signals. Killed (SIGKILL) if still running when destroyed.
+class BackgroundRun {
+ public:
+  explicit BackgroundRun(const std::vector<std::string>& args);
+  ~BackgroundRun();
+  BackgroundRun(const BackgroundRun&) = delete;
+  BackgroundRun& operator=(const BackgroundRun&) = delete;
+
+  // Waits until stderr contains `text`; false after `timeout_s`, or if the process ended first.
+  bool wait_for_stderr(const std::string& text, double timeout_s);
+  void signal(int signal_number) const;
+  // Waits for the exit; status -1 after `timeout_s` (the process is then killed) or on a signal.
+  ProcessResult finish(double timeout_s);
+
+ private:
+  TempDir capture_;
+  int pid_ = -1;
+  bool reaped_ = false;
+};
+
 }  // namespace dptrain::testing

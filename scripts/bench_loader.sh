@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The data loader's speed, in two parts:
+#  1. loader-only throughput (batches/s, nothing trains) for the host placement with 0/1/2/4
+#     workers and for the device placement, beside d2l's torchvision DataLoader with the same
+#     worker counts (scripts/bench/d2l_loader.py) when Debian's python3-torch is installed;
+#  2. training sec/epoch of the default experiment with each of those settings, in rounds whose
+#     order rotates so that drift in the machine's speed hits all alike; medians and their ratio
+#     to the host placement with 0 workers.
+#
+#   scripts/bench_loader.sh [--device D] [--threads N] [--epochs E] [--repeats R] [--passes P]
+#
+# --device: cpu (default), cuda:0 ... On a GPU the host placement is measured with pin_memory.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+device=cpu threads=$(nproc) epochs=1 repeats=3 passes=5
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --device) device=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --passes) passes=$2; shift 2 ;;
+    *) echo "usage: $0 [--device D] [--threads N] [--epochs E] [--repeats R] [--passes P]" >&2
+       exit 2 ;;
+  esac
+done
+source "$root/scripts/bench/common.sh"
+pin=false
+[[ $device == cuda* ]] && pin=true
+
+machine_line
+echo "== loader only: batches/s, median of $passes passes over the training split"
+pin_flag=()
+[[ $pin == true ]] && pin_flag=(--pin-memory)
+"${bin%/*}/dptrain_bench_loader" --device "$device" --threads "$threads" --passes "$passes" \
+  --data "$data_dir" "${pin_flag[@]}"
+if [[ $device == cpu ]] && have_torch_baseline; then
+  (cd "$root/scripts/bench" && "$py" d2l_loader.py --data "$data_dir" --passes "$passes" 2>/dev/null)
+fi
+
+echo "== training: sec/epoch, median of $repeats runs of $epochs epoch(s), $threads threads"
+settings=("host 0" "host 1" "host 2" "host 4" "device 0")
+declare -A runs
+for ((r = 1; r <= repeats; r++)); do
+  # Each round starts one setting later, so no setting always runs at the same point of a round.
+  n=${#settings[@]}
+  for ((i = 0; i < n; i++)); do
+    s=${settings[$(((i + r - 1) % n))]}
+    read -r placement workers <<<"$s"
+    secs=$(dptrain_sec_per_epoch "$r-$placement-$workers" --set parallel.devices="$device" \
+      --set runtime.threads="$threads" --set train.epochs="$epochs" \
+      --set data.placement="$placement" --set data.num_workers="$workers" \
+      --set data.pin_memory="$pin")
+    runs[$s]+="$secs "
+    echo "run $r: placement $placement, $workers workers: $secs sec/epoch"
+  done
+done
+# shellcheck disable=SC2086  # the run lists are space-separated numbers
+base=$(median ${runs["host 0"]})
+for s in "${settings[@]}"; do
+  read -r placement workers <<<"$s"
+  # shellcheck disable=SC2086
+  m=$(median ${runs[$s]})
+  printf 'placement %-6s workers %s: median %.3f sec/epoch  (%.0f samples/s, %.3fx of host/0 workers)\n' \
+    "$placement" "$workers" "$m" "$(awk -v s="$m" 'BEGIN {print 60000 / s}')" \
+    "$(awk -v a="$base" -v b="$m" 'BEGIN {print a / b}')"
+done
