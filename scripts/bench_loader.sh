@@ -3,8 +3,8 @@
 #  1. loader-only throughput (batches/s, nothing trains) for the host placement with 0/1/2/4
 #     workers and for the device placement, beside d2l's torchvision DataLoader with the same
 #     worker counts (scripts/bench/d2l_loader.py) when Debian's python3-torch is installed;
-#  2. training sec/epoch of the default experiment with each of those settings, in rounds whose
-#     order rotates so that drift in the machine's speed hits all alike; medians and their ratio
+#  2. training sec/epoch of the default experiment with each of those settings, in rounds of
+#     random order so that drift in the machine's speed hits all alike; medians and their ratio
 #     to the host placement with 0 workers.
 #
 #   scripts/bench_loader.sh [--device D] [--threads N] [--epochs E] [--repeats R] [--passes P]
@@ -42,10 +42,10 @@ echo "== training: sec/epoch, median of $repeats runs of $epochs epoch(s), $thre
 settings=("host 0" "host 1" "host 2" "host 4" "device 0")
 declare -A runs
 for ((r = 1; r <= repeats; r++)); do
-  # Each round starts one setting later, so no setting always runs at the same point of a round.
-  n=${#settings[@]}
-  for ((i = 0; i < n; i++)); do
-    s=${settings[$(((i + r - 1) % n))]}
+  # Each round in a new random order: a slow spell of a shared machine, periodic or not, then
+  # does not keep landing on the same setting.
+  mapfile -t order < <(printf '%s\n' "${settings[@]}" | shuf)
+  for s in "${order[@]}"; do
     read -r placement workers <<<"$s"
     secs=$(dptrain_sec_per_epoch "$r-$placement-$workers" --set parallel.devices="$device" \
       --set runtime.threads="$threads" --set train.epochs="$epochs" \

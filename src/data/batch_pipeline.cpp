@@ -68,8 +68,8 @@ BatchPipeline::~BatchPipeline() {
 void BatchPipeline::stop() {
   cancelled_ = true;
   {
-    std::lock_guard<std::mutex> lock(
-        mutex_);  // no worker misses the wake-up between check and wait
+    // Taking the lock once means no worker is between checking `cancelled_` and waiting.
+    std::lock_guard<std::mutex> lock(mutex_);
   }
   room_.notify_all();
   for (auto& t : threads_) t.join();

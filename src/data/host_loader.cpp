@@ -1,5 +1,8 @@
 #include "data/host_loader.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace dptrain::data {
 namespace {
 
@@ -35,6 +38,7 @@ int64_t HostLoader::batches_per_epoch() const {
 
 void HostLoader::start_epoch(int64_t epoch) {
   pipeline_.reset();
+  following_error_ = nullptr;
   if (copier_ && copier_->busy()) copier_->take();  // drops a batch left from an early stop
   BatchPlan plan;
   plan.order = sampler_->epoch_indices(epoch);
@@ -50,14 +54,20 @@ void HostLoader::start_epoch(int64_t epoch) {
 std::optional<Batch> HostLoader::next() {
   TORCH_CHECK(pipeline_, "loader: start_epoch() must come before next()");
   if (copier_) {
+    if (following_error_) std::rethrow_exception(std::exchange(following_error_, nullptr));
     if (!copier_->busy()) {
       auto first = pipeline_->next();
       if (!first) return std::nullopt;
       copier_->launch(std::move(*first));
     }
     Batch batch = copier_->take();
-    // Launched before the caller queues batch k's compute, so the two overlap on the device.
-    if (auto following = pipeline_->next()) copier_->launch(std::move(*following));
+    // Launched before the caller queues batch k's compute, so the two overlap on the device. A
+    // failure of batch k + 1 is raised at its own turn, as without pinning.
+    try {
+      if (auto following = pipeline_->next()) copier_->launch(std::move(*following));
+    } catch (...) {
+      following_error_ = std::current_exception();
+    }
     return batch;
   }
   auto staged = pipeline_->next();

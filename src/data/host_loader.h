@@ -4,6 +4,7 @@
 // a side stream, so that copying batch k + 1 overlaps computing batch k.
 #pragma once
 
+#include <exception>
 #include <memory>
 
 #include "data/batch_pipeline.h"
@@ -28,6 +29,7 @@ class HostLoader : public Loader {
   torch::Device device_;
   std::shared_ptr<StagingPool> pool_;
   std::unique_ptr<DeviceCopier> copier_;  // CUDA with pin_memory only
+  std::exception_ptr following_error_;    // the copier's look-ahead failed: raised next time
   // Declared last, so destroyed first: its threads stop before the pool they fill goes away.
   std::unique_ptr<BatchPipeline> pipeline_;
 };

@@ -56,6 +56,27 @@ TEST_CASE("the same seed gives identical metrics, another seed different ones", 
   CHECK(a[0].steps == 15);
 }
 
+TEST_CASE("workers and data placement do not change what a run computes", "[train]") {
+  auto run = [](const std::vector<std::string>& loader) {
+    TempDir out;
+    std::vector<std::string> overrides = {"train.epochs=2", "train.limit_train_batches=8",
+                                          "train.limit_eval_batches=3"};
+    overrides.insert(overrides.end(), loader.begin(), loader.end());
+    std::ostringstream console;
+    return train::train(short_run(overrides), out.path(), console).epochs;
+  };
+  const auto reference = run({"data.placement=host", "data.num_workers=0"});
+  REQUIRE(reference.size() == 2);
+  for (const auto& loader : std::vector<std::vector<std::string>>{
+           {"data.placement=host", "data.num_workers=3", "data.prefetch_batches=2"},
+           {"data.placement=device"}}) {
+    INFO(loader[0] << (loader.size() > 1 ? " " + loader[1] : ""));
+    const auto epochs = run(loader);
+    REQUIRE(epochs.size() == 2);
+    for (size_t e = 0; e < epochs.size(); ++e) CHECK(figures(epochs[e]) == figures(reference[e]));
+  }
+}
+
 TEST_CASE("a few hundred steps on Fashion-MNIST learn far above chance", "[train][slow]") {
   TempDir out;
   std::ostringstream console;
