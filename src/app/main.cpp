@@ -12,7 +12,10 @@
 #include "core/log.h"
 #include "core/torch_info.h"
 #include "data/locate.h"
+#include "dist/launcher.h"
+#include "dist/rendezvous.h"
 #include "model/registry.h"
+#include "parallel/devices.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
 
@@ -35,7 +38,52 @@ std::string data_line(const std::string& dataset) {
   return "data " + dataset + ": " + where + "\n";
 }
 
-int run(const cli::Command& command) {
+[[noreturn]] void usage_error(const std::string& what, const std::string& hint) {
+  throw core::Error(core::ErrorCode::kUsage, what, hint);
+}
+
+// ddp with no launcher around: this process becomes the launcher of the local ranks.
+int launch_ranks(const cli::Command& command, const config::Config& config, int local_ranks,
+                 const std::vector<std::string>& argv) {
+  const cli::MultiNode& nodes = command.nodes;
+  if (nodes.node_rank >= nodes.nnodes) {
+    usage_error("--node-rank " + std::to_string(nodes.node_rank) + " is not below --nnodes " +
+                    std::to_string(nodes.nnodes),
+                "machines count from 0 to --nnodes minus 1");
+  }
+  if (nodes.nnodes > 1 && (nodes.master_addr.empty() || nodes.master_port == 0)) {
+    usage_error("--nnodes " + std::to_string(nodes.nnodes) +
+                    " needs --master-addr and --master-port",
+                "give every machine machine 0's address and a free port on it");
+  }
+  train::per_rank_batch(config.data.batch_size, nodes.nnodes * local_ranks);  // fail before spawning
+  dist::LocalLaunch launch;
+  launch.local_ranks = local_ranks;
+  launch.nnodes = nodes.nnodes;
+  launch.node_rank = nodes.node_rank;
+  launch.master_addr = nodes.master_addr;
+  launch.master_port = static_cast<uint16_t>(nodes.master_port);
+  launch.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
+  return dist::run_local_ranks(argv, launch);
+}
+
+int train_here(const cli::Command& command, const config::Config& config,
+               const std::optional<dist::RankInfo>& launched) {
+  if (launched && command.nodes.given && launched->launcher != "dptrain") {
+    usage_error("--nnodes, --node-rank, --master-addr and --master-port are for dptrain's own "
+                "launch, but " + launched->launcher + " started this process",
+                "leave them out: " + launched->launcher + " decides the ranks");
+  }
+  const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
+  core::init_logging(config.log.level, rank.rank);
+  core::install_interrupt_handler();
+  std::filesystem::path output;  // other ranks write nothing
+  if (rank.rank == 0) output = train::make_run_dir(command.output_dir, config.name, command.overwrite);
+  train::train(config, output, std::cout, rank);
+  return 0;
+}
+
+int run(const cli::Command& command, const std::vector<std::string>& argv) {
   switch (command.action) {
     case cli::Action::kInfo:
       std::cout << core::format_torch_info(core::torch_info()) << data_line("fashion-mnist");
@@ -45,11 +93,19 @@ int run(const cli::Command& command) {
       return 0;
     case cli::Action::kTrain: {
       const config::Config config = resolve(command);
-      core::init_logging(config.log.level);
-      core::install_interrupt_handler();
-      const auto output = train::make_run_dir(command.output_dir, config.name, command.overwrite);
-      train::train(config, output, std::cout);
-      return 0;
+      const auto launched = dist::detect_launcher(dist::process_environment());
+      if (!launched && config.parallel.backend == "ddp") {
+        const int local_ranks = parallel::local_rank_count(config.parallel.devices);
+        if (local_ranks > 1 || command.nodes.nnodes > 1) {
+          core::init_logging(config.log.level);
+          return launch_ranks(command, config, local_ranks, argv);
+        }
+      }
+      if (command.nodes.given && !launched && config.parallel.backend != "ddp") {
+        usage_error("--nnodes, --node-rank, --master-addr and --master-port launch ddp ranks",
+                    "set parallel.backend to \"ddp\"");
+      }
+      return train_here(command, config, launched);
     }
   }
   return 0;
@@ -62,7 +118,7 @@ int main(int argc, char** argv) {
   if (!parsed.command) return parsed.exit_status;
   try {
     core::init_logging("info");
-    return run(*parsed.command);
+    return run(*parsed.command, std::vector<std::string>(argv, argv + argc));
   } catch (const core::Error& e) {
     spdlog::error("{}: {}", core::code_name(e.code()), e.what());
     if (!e.hint().empty()) spdlog::error("hint: {}", e.hint());

@@ -9,6 +9,8 @@ constexpr const char* kExamples = R"(Examples:
   dptrain train                                   d2l's LeNet on Fashion-MNIST, best device
   dptrain train --config configs/d2l.json --set train.epochs=2 --output runs/try
   dptrain train --set parallel.devices='["cpu"]' --set runtime.threads=2
+  dptrain train --config configs/ddp_cpu.json       ddp: one process per device, launched here
+  torchrun --nproc-per-node 2 --no-python dptrain train --config configs/ddp_cpu.json
   dptrain config --config configs/cpu_smoke.json  print the resolved experiment
   dptrain info                                    what this build and machine offer
 A --set value is read as JSON when it parses (3, true, ["cpu"], "text"), else as a string.)";
@@ -18,6 +20,20 @@ void add_experiment_options(CLI::App& sub, Command& command) {
       ->check(CLI::ExistingFile);
   sub.add_option("-s,--set", command.overrides, "override a key: key.path=value (repeatable)")
       ->allow_extra_args(false);
+}
+
+void add_node_options(CLI::App& sub, MultiNode& nodes) {
+  const char* group = "ddp over several machines (without torchrun, srun or mpirun)";
+  sub.add_option("--nnodes", nodes.nnodes, "machines taking part (default 1)")
+      ->check(CLI::Range(1, 65536))
+      ->group(group);
+  sub.add_option("--node-rank", nodes.node_rank, "this machine's index, from 0")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  sub.add_option("--master-addr", nodes.master_addr, "the address of machine 0")->group(group);
+  sub.add_option("--master-port", nodes.master_port, "the rendezvous port on machine 0")
+      ->check(CLI::Range(1, 65535))
+      ->group(group);
 }
 
 }  // namespace
@@ -36,6 +52,7 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
                     "output folder (default: runs/<name>/<timestamp>)");
   train->add_flag("--overwrite", command.overwrite,
                   "allow an --output folder that already holds a run's results");
+  add_node_options(*train, command.nodes);
   CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
   add_experiment_options(*show, command);
   app.add_subcommand("info", "print the LibTorch build, devices and threads");
@@ -48,6 +65,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   }
   if (train->parsed()) {
     command.action = Action::kTrain;
+    for (const char* name : {"--nnodes", "--node-rank", "--master-addr", "--master-port"}) {
+      command.nodes.given = command.nodes.given || train->count(name) > 0;
+    }
   } else if (show->parsed()) {
     command.action = Action::kConfig;
   } else {

@@ -10,12 +10,23 @@ namespace dptrain::cli {
 
 enum class Action { kTrain, kConfig, kInfo };
 
+// dptrain's own launch of ddp ranks over several machines without a scheduler, as torchrun's
+// options of the same names.
+struct MultiNode {
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;  // 0: a free port (one machine only)
+  bool given = false;   // any of the four was on the command line
+};
+
 struct Command {
   Action action = Action::kTrain;
   std::optional<std::filesystem::path> config_file;  // none: the default experiment
   std::vector<std::string> overrides;                // "key.path=value"
   std::optional<std::filesystem::path> output_dir;   // none: runs/<name>/<timestamp>
   bool overwrite = false;
+  MultiNode nodes;
 };
 
 struct ParseResult {

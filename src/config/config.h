@@ -40,8 +40,13 @@ struct TrainConfig {
 };
 
 struct ParallelConfig {
-  std::string backend = "single";  // single (dp and ddp: later)
+  std::string backend = "single";  // single | ddp (dp: later)
+  // single: one device. ddp: one rank per entry ("auto" alone: every GPU, else the CPU); under a
+  // launcher a rank takes the entry of its local rank, or the only entry.
   std::vector<std::string> devices = {"auto"};
+  std::string dist_backend = "auto";  // ddp: auto (nccl on GPUs, gloo on CPUs) | nccl | gloo
+  double bucket_mb = 25;              // ddp: gradient bucket size, as DDP's bucket_cap_mb
+  double timeout_s = 600;             // ddp: how long a rank waits for the others
 };
 
 struct RuntimeConfig {

@@ -10,9 +10,6 @@ std::string future_feature(const std::string& key_path) {
       {"checkpoint", "checkpoints and resume"},
       {"data.val_split", "early stopping (validation split)"},
       {"parallel.output_device", "the dp backend"},
-      {"parallel.dist_backend", "the ddp backend"},
-      {"parallel.bucket_mb", "the ddp backend"},
-      {"parallel.timeout_s", "the ddp backend"},
       {"optimizer.grad_clip_norm", "mixed precision and gradient clipping"},
   };
   const auto it = kFuture.find(key_path);

@@ -85,6 +85,31 @@ class Checker {
   const KeySources& sources_;
 };
 
+void check_devices(const Checker& check, const ParallelConfig& p) {
+  for (size_t i = 0; i < p.devices.size(); ++i) {
+    static const std::regex kDevice("auto|cpu|cuda(:[0-9]+)?");
+    if (!std::regex_match(p.devices[i], kDevice)) {
+      check.fail("parallel.devices",
+                 "entry " + std::to_string(i) + " \"" + p.devices[i] + "\" is not a device",
+                 "use \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+    }
+  }
+  if (p.backend == "single" && p.devices.size() != 1) {
+    check.fail("parallel.devices",
+               "the single backend trains on exactly one device, got " +
+                   std::to_string(p.devices.size()),
+               "give one device: [\"auto\"], [\"cpu\"] or [\"cuda:0\"]");
+  }
+  if (p.devices.empty()) {
+    check.fail("parallel.devices", "is empty", "give one device per rank, such as [\"cpu\", \"cpu\"]");
+  }
+  if (p.devices.size() > 1 &&
+      std::find(p.devices.begin(), p.devices.end(), "auto") != p.devices.end()) {
+    check.fail("parallel.devices", "\"auto\" stands for every GPU and must be the only entry",
+               "use [\"auto\"], or name each rank's device: [\"cuda:0\", \"cuda:1\"]");
+  }
+}
+
 Config from_tree(const json& j, const KeySources& sources,
                  const std::vector<std::string>& model_names) {
   const Checker check(sources);
@@ -115,6 +140,9 @@ Config from_tree(const json& j, const KeySources& sources,
   const json& p = j.at("parallel");
   c.parallel.backend = p.at("backend").get<std::string>();
   c.parallel.devices = p.at("devices").get<std::vector<std::string>>();
+  c.parallel.dist_backend = p.at("dist_backend").get<std::string>();
+  c.parallel.bucket_mb = p.at("bucket_mb").get<double>();
+  c.parallel.timeout_s = p.at("timeout_s").get<double>();
   c.precision = j.at("precision").get<std::string>();
   c.runtime.threads = j.at("runtime").at("threads").get<int64_t>();
   c.log.level = j.at("log").at("level").get<std::string>();
@@ -143,25 +171,18 @@ Config from_tree(const json& j, const KeySources& sources,
   check.at_least("train.epochs", c.train.epochs, 1);
   check.at_least("train.limit_train_batches", c.train.limit_train_batches, 0);
   check.at_least("train.limit_eval_batches", c.train.limit_eval_batches, 0);
-  if (c.parallel.backend == "dp" || c.parallel.backend == "ddp") {
-    check.fail("parallel.backend", "\"" + c.parallel.backend + "\" is not supported yet",
-               "use \"single\" for now", ErrorCode::kNotSupported);
+  if (c.parallel.backend == "dp") {
+    check.fail("parallel.backend", "\"dp\" is not supported yet", "use \"single\" or \"ddp\"",
+               ErrorCode::kNotSupported);
   }
-  check.one_of("parallel.backend", c.parallel.backend, {"single"});
-  if (c.parallel.devices.size() != 1) {
-    check.fail("parallel.devices",
-               "the single backend trains on exactly one device, got " +
-                   std::to_string(c.parallel.devices.size()),
-               "give one device: [\"auto\"], [\"cpu\"] or [\"cuda:0\"]");
+  check.one_of("parallel.backend", c.parallel.backend, {"single", "ddp"});
+  check_devices(check, c.parallel);
+  check.one_of("parallel.dist_backend", c.parallel.dist_backend, {"auto", "nccl", "gloo"});
+  if (!(c.parallel.bucket_mb > 0)) {
+    check.fail("parallel.bucket_mb", "must be > 0", "DDP's default is 25 (MB)");
   }
-  for (size_t i = 0; i < c.parallel.devices.size(); ++i) {
-    static const std::regex kDevice("auto|cpu|cuda(:[0-9]+)?");
-    if (!std::regex_match(c.parallel.devices[i], kDevice)) {
-      check.fail(
-          "parallel.devices",
-          "entry " + std::to_string(i) + " \"" + c.parallel.devices[i] + "\" is not a device",
-          "use \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
-    }
+  if (!(c.parallel.timeout_s > 0)) {
+    check.fail("parallel.timeout_s", "must be > 0", "the default is 600 (seconds)");
   }
   if (c.precision == "fp16" || c.precision == "bf16") {
     check.fail("precision", "\"" + c.precision + "\" is not supported yet", "use \"fp32\" for now",

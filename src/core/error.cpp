@@ -23,6 +23,8 @@ int exit_status(ErrorCode code) {
       return 7;
     case ErrorCode::kRuntime:
       return 1;
+    case ErrorCode::kDistributed:
+      return 8;
     case ErrorCode::kInterrupted:
       return 130;
   }
@@ -45,6 +47,8 @@ const char* code_name(ErrorCode code) {
       return "not supported yet";
     case ErrorCode::kRuntime:
       return "runtime error";
+    case ErrorCode::kDistributed:
+      return "distributed error";
     case ErrorCode::kInterrupted:
       return "interrupted";
   }

@@ -15,6 +15,7 @@ enum class ErrorCode {
   kDevice,        // a device that does not exist or cannot be used
   kNotSupported,  // a feature that a later version will add
   kRuntime,       // anything that went wrong while training
+  kDistributed,   // rendezvous, a collective or another rank failed
   kInterrupted,   // Ctrl-C: exit status 130, as a shell reports a SIGINT
 };
 

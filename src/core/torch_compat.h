@@ -7,6 +7,11 @@
 
 #include <string>
 
+namespace c10d {
+class Backend;
+class ProcessGroup;
+}  // namespace c10d
+
 namespace dptrain::core::compat {
 
 inline std::string libtorch_version() {
@@ -16,5 +21,13 @@ inline std::string libtorch_version() {
 
 // Both versions have c10::InferenceMode; the alias keeps call sites independent of its home.
 using InferenceGuard = c10::InferenceMode;
+
+// The class that ProcessGroupGloo and ProcessGroupNCCL derive from, which declares the collectives:
+// c10d::ProcessGroup in 1.13; since 2.0 a ProcessGroup dispatches to c10d::Backend objects.
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
 
 }  // namespace dptrain::core::compat

@@ -32,6 +32,8 @@ class Backend {
   virtual void synchronize_gradients() = 0;
   // Sums each value over the ranks, in place (metrics and evaluation counts).
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
+  // Seconds spent so far waiting for gradient communication that backward did not hide.
+  virtual double communication_wait_seconds() const { return 0; }
 };
 
 }  // namespace dptrain::parallel

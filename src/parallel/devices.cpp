@@ -37,6 +37,34 @@ torch::Device resolve_device(const std::string& spec, const std::string& key) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+int local_rank_count(const std::vector<std::string>& specs) {
+  if (specs.size() == 1 && specs[0] == "auto") {
+    return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 1;
+  }
+  return static_cast<int>(specs.size());
+}
+
+torch::Device device_for_local_rank(const std::vector<std::string>& specs, int local_rank,
+                                    int rank) {
+  const std::string who = "rank " + std::to_string(rank) + " (local rank " +
+                          std::to_string(local_rank) + ")";
+  if (specs.size() == 1) {
+    if (specs[0] == "auto") {
+      if (!torch::cuda::is_available()) return torch::Device(torch::kCPU);
+      return resolve_device("cuda:" + std::to_string(local_rank), who + ": parallel.devices auto");
+    }
+    return resolve_device(specs[0], who + ": parallel.devices[0]");
+  }
+  if (local_rank >= static_cast<int>(specs.size())) {
+    throw core::Error(core::ErrorCode::kDevice,
+                      who + " has no device: parallel.devices lists " +
+                          std::to_string(specs.size()),
+                      "list one device per process on a node, or a single entry for all");
+  }
+  return resolve_device(specs[static_cast<size_t>(local_rank)],
+                        who + ": parallel.devices[" + std::to_string(local_rank) + "]");
+}
+
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }

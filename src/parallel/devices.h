@@ -12,6 +12,16 @@ namespace dptrain::parallel {
 // Throws a device error naming `key` when the device is not there.
 torch::Device resolve_device(const std::string& spec, const std::string& key);
 
+// How many ranks ddp starts on this machine for `specs`: one per entry, or for "auto" alone one per
+// GPU (one CPU rank where there is no GPU).
+int local_rank_count(const std::vector<std::string>& specs);
+
+// The device of the rank with this local rank: its own entry of `specs`, or the only entry for
+// every rank ("auto": cuda:<local rank> where there are GPUs, else the CPU). Throws a device error
+// naming the rank when it has none or the device is not there.
+torch::Device device_for_local_rank(const std::vector<std::string>& specs, int local_rank,
+                                    int rank);
+
 // Waits for the device's queued work, so that a timer read afterwards measures it.
 void synchronize(const torch::Device& device);
 

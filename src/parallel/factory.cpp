@@ -1,20 +1,64 @@
 #include "parallel/factory.h"
 
+#include <spdlog/spdlog.h>
+
 #include "core/error.h"
+#include "parallel/ddp.h"
 #include "parallel/devices.h"
 #include "parallel/single.h"
 
 namespace dptrain::parallel {
+namespace {
+
+dist::Transport pick_transport(const std::string& name, torch::Device device, int rank) {
+  if (name == "gloo") return dist::Transport::kGloo;
+  if (name == "nccl") {
+    if (!device.is_cuda()) {
+      throw core::Error(core::ErrorCode::kConfig,
+                        "parallel.dist_backend: rank " + std::to_string(rank) +
+                            " trains on " + device.str() + ", and NCCL reduces only GPU tensors",
+                        "use \"gloo\" (or \"auto\") for CPU ranks");
+    }
+    return dist::Transport::kNccl;
+  }
+  // auto: NCCL for GPUs, as torch does; Gloo where this build has no NCCL.
+  if (device.is_cuda() && dist::nccl_available()) return dist::Transport::kNccl;
+  return dist::Transport::kGloo;
+}
+
+std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::nn::AnyModule model,
+                                  const dist::RankInfo& rank) {
+  const torch::Device device = device_for_local_rank(config.devices, rank.local_rank, rank.rank);
+  const dist::Transport transport = pick_transport(config.dist_backend, device, rank.rank);
+  spdlog::info("ddp: {} on {}, joining over {} at {}", dist::describe(rank), device.str(),
+               dist::transport_name(transport),
+               rank.master_addr.empty() ? std::string("this process")
+                                        : rank.master_addr + ":" + std::to_string(rank.master_port));
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
+  auto comm = dist::Communicator::join(rank, transport, device, timeout);
+  const auto bucket_bytes = static_cast<int64_t>(config.bucket_mb * 1024 * 1024);
+  return std::make_unique<DistributedDataParallel>(std::move(model), device, std::move(comm),
+                                                   bucket_bytes);
+}
+
+}  // namespace
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model) {
+                                      torch::nn::AnyModule model, const dist::RankInfo& rank) {
+  if (config.backend == "ddp") return make_ddp(config, std::move(model), rank);
+  if (rank.world_size > 1) {
+    throw core::Error(core::ErrorCode::kConfig,
+                      "parallel.backend: \"" + config.backend + "\" trains in one process, but " +
+                          rank.launcher + " started " + std::to_string(rank.world_size),
+                      "use parallel.backend \"ddp\" under a launcher, or start one process");
+  }
   if (config.backend == "single") {
     const torch::Device device = resolve_device(config.devices.at(0), "parallel.devices[0]");
     return std::make_unique<SingleDevice>(std::move(model), device);
   }
   throw core::Error(core::ErrorCode::kNotSupported,
                     "parallel.backend: \"" + config.backend + "\" is not supported yet",
-                    "use \"single\"");
+                    "use \"single\" or \"ddp\"");
 }
 
 }  // namespace dptrain::parallel

@@ -1,14 +1,16 @@
-// Builds the backend that `parallel.backend` names, around a freshly initialised model.
+// Builds the backend that `parallel.backend` names, around a freshly initialised model, for this
+// process's place in the job (`rank`: world size 1 when it runs alone).
 #pragma once
 
 #include <memory>
 
 #include "config/config.h"
+#include "dist/rendezvous.h"
 #include "parallel/backend.h"
 
 namespace dptrain::parallel {
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model);
+                                      torch::nn::AnyModule model, const dist::RankInfo& rank);
 
 }  // namespace dptrain::parallel

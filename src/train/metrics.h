@@ -19,6 +19,7 @@ struct EpochMetrics {
   double test_acc = 0;
   double train_sec = 0;  // the training pass alone, as d2l's timer measures it
   double eval_sec = 0;
+  double comm_wait_sec = 0;  // ddp: waiting for gradient all-reduces that backward did not hide
   int64_t train_samples = 0;
   int64_t steps = 0;
   double samples_per_sec() const { return train_sec > 0 ? train_samples / train_sec : 0; }

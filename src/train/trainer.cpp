@@ -3,9 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <thread>
 
+#include "core/error.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
 #include "core/timer.h"
@@ -18,13 +21,31 @@
 #include "train/report.h"
 
 namespace dptrain::train {
+
+int64_t per_rank_batch(int64_t batch_size, int world_size) {
+  if (batch_size % world_size != 0) {
+    const int64_t below = batch_size / world_size * world_size;
+    const std::string examples = below > 0 ? std::to_string(below) + " or " +
+                                                 std::to_string(below + world_size)
+                                           : std::to_string(world_size);
+    throw core::Error(core::ErrorCode::kConfig,
+                      "data.batch_size: " + std::to_string(batch_size) +
+                          " does not split evenly over " + std::to_string(world_size) + " ranks",
+                      "use a multiple of " + std::to_string(world_size) + ", such as " + examples);
+  }
+  return batch_size / world_size;
+}
+
 namespace {
 
 namespace F = torch::nn::functional;
 
-void apply_runtime(const config::RuntimeConfig& runtime) {
+// 0 threads: the machine's cores, shared out between the ranks on it (as torchrun's
+// OMP_NUM_THREADS=1 default intends: ranks that each take every core slow each other down).
+void apply_runtime(const config::RuntimeConfig& runtime, const dist::RankInfo& rank) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int threads = runtime.threads > 0 ? static_cast<int>(runtime.threads)
-                                          : static_cast<int>(std::thread::hardware_concurrency());
+                                          : cores / std::max(1, rank.local_world_size);
   torch::set_num_threads(std::max(1, threads));
 }
 
@@ -60,9 +81,10 @@ void log_inert_loader_keys(const config::DataConfig& c, data::Placement placemen
   }
 }
 
-data::LoaderOptions loader_options(const config::Config& config, data::Placement placement) {
+data::LoaderOptions loader_options(const config::Config& config, data::Placement placement,
+                                   int world_size) {
   data::LoaderOptions o;
-  o.batch_size = config.data.batch_size;
+  o.batch_size = per_rank_batch(config.data.batch_size, world_size);
   o.drop_last = config.data.drop_last;
   o.limit_batches = config.train.limit_train_batches;
   o.placement = placement;
@@ -72,11 +94,11 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
   return o;
 }
 
-Session build_session(const config::Config& config) {
+Session build_session(const config::Config& config, const dist::RankInfo& rank) {
   // The backend first: a device that is not there fails before the data set is read.
   torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
   Session s;
-  s.backend = parallel::make_backend(config.parallel, model::make_model(config.model));
+  s.backend = parallel::make_backend(config.parallel, model::make_model(config.model), rank);
   s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
   const torch::Device device = s.backend->input_device();
 
@@ -91,22 +113,31 @@ Session build_session(const config::Config& config) {
                    : std::string());
   log_inert_loader_keys(config.data, placement, device);
 
-  const data::LoaderOptions train_options = loader_options(config, placement);
+  // Every rank shuffles with the same seed and takes its share of each global batch; world size 1
+  // is just the case where that share is everything.
+  const int world = s.backend->world_size();
+  const int me = s.backend->rank();
+  const data::LoaderOptions train_options = loader_options(config, placement, world);
+  data::DistributedSampler::Options shards;
+  shards.world_size = world;
+  shards.rank = me;
+  shards.seed = config.seed;
   s.train_loader = data::make_loader(
-      splits.train, std::make_shared<data::RandomSampler>(splits.train->size(), config.seed),
+      splits.train, std::make_shared<data::DistributedSampler>(splits.train->size(), shards),
       train_options, device);
   data::LoaderOptions test_options = train_options;
   test_options.drop_last = false;
   test_options.limit_batches = config.train.limit_eval_batches;
-  s.test_loader =
-      data::make_loader(splits.test, std::make_shared<data::SequentialSampler>(splits.test->size()),
-                        test_options, device);
+  s.test_loader = data::make_loader(
+      splits.test, std::make_shared<data::ShardSampler>(splits.test->size(), world, me),
+      test_options, device);
   return s;
 }
 
 // One pass over the training set; returns the epoch's training figures.
 EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
   parallel::Backend& backend = *s.backend;
+  const double waited_before = backend.communication_wait_seconds();
   const auto options = torch::TensorOptions().device(backend.input_device());
   torch::Tensor loss_sum = torch::zeros({}, options.dtype(torch::kFloat64));
   torch::Tensor correct = torch::zeros({}, options.dtype(torch::kInt64));
@@ -138,6 +169,7 @@ EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
   }
   parallel::synchronize(backend.input_device());
   m.train_sec = timer.seconds();
+  m.comm_wait_sec = backend.communication_wait_seconds() - waited_before;
 
   std::vector<double> totals = {loss_sum.item<double>(),
                                 static_cast<double>(correct.item<int64_t>()),
@@ -151,12 +183,21 @@ EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
   return m;
 }
 
+// The final parameters, as torch::save writes a list of tensors (torch::load reads them back).
+void save_parameters(parallel::Backend& backend, const std::filesystem::path& path) {
+  std::vector<torch::Tensor> params;
+  for (const auto& p : backend.parameters()) params.push_back(p.detach().cpu());
+  std::ostringstream bytes;
+  torch::save(params, bytes);
+  core::write_file_atomic(path, bytes.str());
+}
+
 }  // namespace
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console) {
-  apply_runtime(config.runtime);
-  Session s = build_session(config);
+                  std::ostream& console, const dist::RankInfo& rank) {
+  apply_runtime(config.runtime, rank);
+  Session s = build_session(config, rank);
   const bool writer = s.backend->rank() == 0;
   if (writer) {
     core::write_file_atomic(output_dir / "config.json", config::to_json(config).dump(2) + "\n");
@@ -166,7 +207,8 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
                config.model.name, devices, s.backend->name(), torch::get_num_threads(),
                s.train_loader->batches_per_epoch(), output_dir.string());
 
-  MetricsFile metrics_file(output_dir / "metrics.jsonl");
+  std::optional<MetricsFile> metrics_file;
+  if (writer) metrics_file.emplace(output_dir / "metrics.jsonl");
   TrainResult result;
   for (int64_t epoch = 0; epoch < config.train.epochs; ++epoch) {
     EpochMetrics m = train_epoch(s, epoch, config.log.every_steps);
@@ -178,7 +220,7 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
     result.epochs.push_back(m);
     if (writer) {
       console << format_epoch_line(m, config.train.epochs) << std::endl;
-      metrics_file.append(m);
+      metrics_file->append(m);
     }
   }
 
@@ -189,6 +231,7 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
   result.summary.precision = config.precision;
   result.summary.libtorch_version = core::compat::libtorch_version();
   if (writer) {
+    save_parameters(*s.backend, output_dir / "model.pt");
     core::write_file_atomic(output_dir / "summary.json", to_json(result.summary).dump(2) + "\n");
     console << format_summary_line(result.summary.test_acc, result.summary.sec_per_epoch, devices)
             << std::endl;

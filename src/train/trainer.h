@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "dist/rendezvous.h"
 #include "train/metrics.h"
 
 namespace dptrain::train {
@@ -16,9 +17,15 @@ struct TrainResult {
   std::vector<EpochMetrics> epochs;
 };
 
-// Trains as `config` says, writing config.json, metrics.jsonl and summary.json into `output_dir`
-// (an existing folder) and the epoch lines and d2l's summary line to `console`.
+// data.batch_size is the global batch: each of W ranks takes B/W of it, as d2l splits a batch over
+// its GPUs, so that W ranks take the optimizer step one device takes on B. A config error when
+// it does not divide.
+int64_t per_rank_batch(int64_t batch_size, int world_size);
+
+// Trains as `config` says, as `rank` of its job (alone by default). Rank 0 writes config.json,
+// metrics.jsonl, summary.json and model.pt (the final parameters) into `output_dir` (an existing
+// folder) and the epoch lines and d2l's summary line to `console`; other ranks write nothing.
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console);
+                  std::ostream& console, const dist::RankInfo& rank = {});
 
 }  // namespace dptrain::train

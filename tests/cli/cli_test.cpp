@@ -91,7 +91,7 @@ TEST_CASE("an unknown option or missing file is a usage error with status 2", "[
 }
 
 TEST_CASE("asking for a backend that has not landed exits 7, not supported yet", "[cli]") {
-  const auto result = run_dptrain("train --set parallel.backend=ddp");
+  const auto result = run_dptrain("train --set parallel.backend=dp");
   CHECK(result.status == 7);
   CHECK_THAT(result.err, Catch::Contains("not supported yet"));
 }

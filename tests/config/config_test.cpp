@@ -108,8 +108,8 @@ TEST_CASE("an out-of-range value is an error naming where it came from", "[confi
 
 TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
   CHECK(
-      error_of([] { resolve(R"({"parallel": {"backend": "ddp"}})"); }, ErrorCode::kNotSupported) ==
-      "exp.json: parallel.backend: \"ddp\" is not supported yet");
+      error_of([] { resolve(R"({"parallel": {"backend": "dp"}})"); }, ErrorCode::kNotSupported) ==
+      "exp.json: parallel.backend: \"dp\" is not supported yet");
   CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
         "exp.json: precision: \"bf16\" is not supported yet");
   CHECK_THAT(
@@ -120,6 +120,34 @@ TEST_CASE("features that have not landed are 'not supported yet', never a fallba
   CHECK_THAT(error_of([] { resolve("{}", {"data.val_split=0.1"}); }, ErrorCode::kNotSupported),
              Catch::StartsWith("--set data.val_split=0.1: data.val_split: early stopping "
                                "(validation split) is not supported yet"));
+}
+
+TEST_CASE("ddp's keys are checked: devices, transport, bucket size, timeout", "[config]") {
+  const Config c = resolve(R"({"parallel": {"backend": "ddp", "devices": ["cpu", "cpu"],
+                                            "dist_backend": "gloo", "bucket_mb": 0.5,
+                                            "timeout_s": 30}})");
+  CHECK(c.parallel.devices == std::vector<std::string>{"cpu", "cpu"});
+  CHECK(c.parallel.dist_backend == "gloo");
+  CHECK(c.parallel.bucket_mb == 0.5);
+  CHECK(c.parallel.timeout_s == 30);
+  const Config defaults = resolve("{}");
+  CHECK(defaults.parallel.dist_backend == "auto");
+  CHECK(defaults.parallel.bucket_mb == 25);
+  CHECK(defaults.parallel.timeout_s == 600);
+  CHECK(error_of([] { resolve("{}", {"parallel.dist_backend=mpi"}); }, ErrorCode::kConfig) ==
+        "--set parallel.dist_backend=mpi: parallel.dist_backend: unknown value \"mpi\"");
+  CHECK(error_of([] { resolve("{}", {"parallel.bucket_mb=0"}); }, ErrorCode::kConfig) ==
+        "--set parallel.bucket_mb=0: parallel.bucket_mb: must be > 0");
+  CHECK(error_of([] { resolve("{}", {"parallel.timeout_s=-1"}); }, ErrorCode::kConfig) ==
+        "--set parallel.timeout_s=-1: parallel.timeout_s: must be > 0");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "ddp", "devices": ["auto", "cpu"]}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: parallel.devices: \"auto\" stands for every GPU and must be the only entry");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "ddp", "devices": []}})"); },
+                 ErrorCode::kConfig) == "exp.json: parallel.devices: is empty");
+  CHECK(error_of([] { resolve(R"({"parallel": {"devices": ["cpu", "cpu"]}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: parallel.devices: the single backend trains on exactly one device, got 2");
 }
 
 TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[config]") {

@@ -1,6 +1,9 @@
 #include "support/fixtures.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -90,10 +93,16 @@ std::string slurp(const std::filesystem::path& p) {
 
 }  // namespace
 
-ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd) {
+ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd,
+                          const std::vector<std::string>& env) {
   TempDir capture;
   std::string command;
   if (!cwd.empty()) command += "cd '" + cwd.string() + "' && ";
+  if (!env.empty()) {
+    command += "env";
+    for (const auto& e : env) command += " '" + e + "'";
+    command += " ";
+  }
   command += std::string("'") + DPTRAIN_BINARY + "' " + args + " >'" + (capture / "out").string() +
              "' 2>'" + (capture / "err").string() + "'";
   const int raw = std::system(command.c_str());
@@ -104,7 +113,23 @@ ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& 
   return result;
 }
 
-BackgroundRun::BackgroundRun(const std::vector<std::string>& args) {
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    throw std::runtime_error("free_port: could not bind a socket");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+BackgroundRun::BackgroundRun(const std::vector<std::string>& args,
+                             const std::vector<std::string>& env) {
   std::vector<std::string> argv_strings = {DPTRAIN_BINARY};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -126,7 +151,13 @@ BackgroundRun::BackgroundRun(const std::vector<std::string>& args) {
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int failed = posix_spawn(&pid, argv[0], &files, &attributes, argv.data(), environ);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int failed = posix_spawn(&pid, argv[0], &files, &attributes, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attributes);
   if (failed != 0) throw std::runtime_error("posix_spawn of dptrain failed");
@@ -150,6 +181,10 @@ bool BackgroundRun::wait_for_stderr(const std::string& text, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+std::string BackgroundRun::stderr_text() const {
+  return slurp(capture_ / "err");
 }
 
 void BackgroundRun::signal(int signal_number) const {

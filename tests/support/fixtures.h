@@ -43,14 +43,20 @@ struct ProcessResult {
   std::string err;
 };
 
-// Runs the built dptrain with these arguments (a shell-quoted string) in `cwd`.
-ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {});
+// Runs the built dptrain with these arguments (a shell-quoted string) in `cwd`, with `env`
+// ("NAME=value" each) added to the environment.
+ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {},
+                          const std::vector<std::string>& env = {});
+
+// A TCP port that nothing on this machine listens on right now.
+int free_port();
 
 // dptrain running in the background, its stdout and stderr going to files, so that a test can
 // watch it and send it signals. Killed (SIGKILL) if still running when destroyed.
 class BackgroundRun {
  public:
-  explicit BackgroundRun(const std::vector<std::string>& args);
+  explicit BackgroundRun(const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {});
   ~BackgroundRun();
   BackgroundRun(const BackgroundRun&) = delete;
   BackgroundRun& operator=(const BackgroundRun&) = delete;
@@ -58,6 +64,8 @@ class BackgroundRun {
   // Waits until stderr contains `text`; false after `timeout_s`, or if the process ended first.
   bool wait_for_stderr(const std::string& text, double timeout_s);
   void signal(int signal_number) const;
+  int pid() const { return pid_; }
+  std::string stderr_text() const;
   // Waits for the exit; status -1 after `timeout_s` (the process is then killed) or on a signal.
   ProcessResult finish(double timeout_s);
 

@@ -1,0 +1,230 @@
+#include "dist/communicator.h"
+
+// The process-group headers declare their classes only when these are defined; CMake defines
+// DPTRAIN_WITH_NCCL (and USE_C10D_NCCL) for LibTorch builds that ship NCCL.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef DPTRAIN_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/torch_compat.h"
+
+namespace dptrain::dist {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+std::string seconds(std::chrono::milliseconds timeout) {
+  return fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
+}
+
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+// Gloo's endpoint: the interface GLOO_SOCKET_IFNAME names (as in PyTorch), the loopback when the
+// whole job is on this machine, else the address this host's name resolves to.
+std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+  }
+  if (master_addr.empty() || is_loopback(master_addr)) {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info,
+                                           std::chrono::milliseconds timeout) {
+  if (info.master_addr.empty()) {
+    if (info.world_size != 1) {
+      throw Error(ErrorCode::kDistributed,
+                  "rank " + std::to_string(info.rank) + ": no rendezvous address for " +
+                      std::to_string(info.world_size) + " ranks",
+                  "set MASTER_ADDR and MASTER_PORT");
+    }
+    return c10::make_intrusive<c10d::HashStore>();
+  }
+  c10d::TCPStoreOptions options;
+  options.port = info.master_port;
+  options.isServer = info.rank == 0 && !info.store_served_by_launcher;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
+  } catch (const std::exception& e) {
+    if (options.isServer) {
+      throw Error(ErrorCode::kDistributed,
+                  "rank 0: could not serve the rendezvous store on port " +
+                      std::to_string(info.master_port) + ": " + message_of(e),
+                  "another job may be using MASTER_PORT " + std::to_string(info.master_port) +
+                      ": choose another");
+    }
+    throw Error(ErrorCode::kDistributed,
+                "rank " + std::to_string(info.rank) + ": could not reach the rendezvous store at " +
+                    where + " within " + seconds(timeout) + ": " + message_of(e),
+                "check MASTER_ADDR and MASTER_PORT, that rank 0 is running and reachable from "
+                "here; parallel.timeout_s sets how long to wait");
+  }
+}
+
+}  // namespace
+
+const char* transport_name(Transport transport) {
+  return transport == Transport::kNccl ? "nccl" : "gloo";
+}
+
+bool nccl_available() {
+#ifdef DPTRAIN_WITH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+struct Communicator::Group {
+  c10::intrusive_ptr<core::compat::CollectiveGroup> collectives;
+};
+
+Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
+                           Transport transport, torch::Device device,
+                           std::chrono::milliseconds timeout)
+    : store_(std::move(store)),
+      rank_(rank),
+      world_size_(world_size),
+      transport_(transport),
+      group_(std::make_unique<Group>()) {
+  // A prefix keeps dptrain's keys apart from a launcher's own keys in a shared store.
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("dptrain", store_);
+  const std::string rank_text = "rank " + std::to_string(rank_);
+  try {
+    if (transport_ == Transport::kNccl) {
+#ifdef DPTRAIN_WITH_NCCL
+      // NCCL binds its communicator to the current device.
+      c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      group_->collectives =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank_, world_size_, options);
+#else
+      (void)device;
+      throw Error(ErrorCode::kDevice, rank_text + ": this LibTorch build has no NCCL",
+                  "use parallel.dist_backend \"gloo\", or a CUDA build of LibTorch");
+#endif
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      const auto* tcp = dynamic_cast<const c10d::TCPStore*>(store_.get());
+      options->devices.push_back(gloo_device(tcp ? tcp->getHost() : std::string()));
+      group_->collectives =
+          c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank_, world_size_, options);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kDistributed,
+                rank_text + ": could not connect to the other " +
+                    std::to_string(world_size_ - 1) + " ranks over " +
+                    transport_name(transport_) + " within " + seconds(timeout) + ": " +
+                    message_of(e),
+                "every rank must start and reach this point; see the other ranks' errors");
+  }
+}
+
+Communicator::~Communicator() = default;
+
+std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport transport,
+                                                 torch::Device device,
+                                                 std::chrono::milliseconds timeout) {
+  auto store = open_store(info, timeout);
+  return std::make_unique<Communicator>(std::move(store), info.rank, info.world_size, transport,
+                                        device, timeout);
+}
+
+void Communicator::fail(const std::string& what, const std::exception& cause) const {
+  // A rank that stops on Ctrl-C breaks the collectives of the others, which got the same Ctrl-C.
+  if (core::interrupt_requested()) {
+    throw Error(ErrorCode::kInterrupted, "rank " + std::to_string(rank_) + ": stopped by Ctrl-C");
+  }
+  throw Error(ErrorCode::kDistributed,
+              "rank " + std::to_string(rank_) + ": " + what + " failed: " + message_of(cause),
+              "another rank has probably stopped: see its error; a rank that is alive but stuck "
+              "is given up on after parallel.timeout_s");
+}
+
+Communicator::Pending::Pending(c10::intrusive_ptr<c10d::Work> work, const Communicator* owner,
+                               std::string what)
+    : work_(std::move(work)), owner_(owner), what_(std::move(what)) {}
+
+void Communicator::Pending::wait() {
+  try {
+    work_->wait();
+  } catch (const std::exception& e) {
+    owner_->fail(what_, e);
+  }
+}
+
+Communicator::Pending Communicator::all_reduce_async(const torch::Tensor& tensor,
+                                                     const std::string& what) {
+  std::vector<torch::Tensor> tensors = {tensor};
+  try {
+    auto work = group_->collectives->allreduce(tensors, c10d::AllreduceOptions());
+    ++all_reduces_launched_;
+    return Pending(std::move(work), this, what);
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+void Communicator::all_reduce(const torch::Tensor& tensor, const std::string& what) {
+  all_reduce_async(tensor, what).wait();
+}
+
+void Communicator::broadcast(const torch::Tensor& tensor, int root, const std::string& what) {
+  std::vector<torch::Tensor> tensors = {tensor};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  try {
+    group_->collectives->broadcast(tensors, options)->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+std::vector<std::string> Communicator::all_gather_text(const std::string& key,
+                                                       const std::string& mine) {
+  const std::string prefix = "dptrain/text/" + key + "/";
+  std::vector<std::string> all;
+  try {
+    store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
+    for (int r = 0; r < world_size_; ++r) {
+      const std::vector<uint8_t> bytes = store_->get(prefix + std::to_string(r));
+      all.emplace_back(bytes.begin(), bytes.end());
+    }
+  } catch (const std::exception& e) {
+    fail("exchanging " + key + " through the store", e);
+  }
+  return all;
+}
+
+}  // namespace dptrain::dist

@@ -1,0 +1,80 @@
+// The ranks of a job talking through PyTorch's c10d: a TCPStore for rendezvous, then a Gloo
+// (CPU, or CUDA tensors) or NCCL (CUDA) process group for the collectives. Nothing else in
+// dptrain includes c10d's process-group headers; errors come out as dptrain errors naming the rank.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/rendezvous.h"
+
+namespace dptrain::dist {
+
+enum class Transport { kGloo, kNccl };
+
+const char* transport_name(Transport transport);
+// Whether this LibTorch build has NCCL (the CUDA builds do; Debian's CPU build does not).
+bool nccl_available();
+
+class Communicator {
+ public:
+  // Joins the job `info` describes: serves the store (rank 0, unless the launcher does) or connects
+  // to it at info.master_addr:master_port, then builds the group. A world of one with no master
+  // address uses an in-process store. Waits for the other ranks up to `timeout`.
+  static std::unique_ptr<Communicator> join(const RankInfo& info, Transport transport,
+                                            torch::Device device,
+                                            std::chrono::milliseconds timeout);
+
+  // A group over an existing store (tests run ranks as threads over one in-process store).
+  Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
+               Transport transport, torch::Device device, std::chrono::milliseconds timeout);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  Transport transport() const { return transport_; }
+
+  // An all-reduce (sum) in flight; wait() blocks until `tensor` holds the sum over the ranks.
+  class Pending {
+   public:
+    Pending(c10::intrusive_ptr<c10d::Work> work, const Communicator* owner, std::string what);
+    void wait();
+
+   private:
+    c10::intrusive_ptr<c10d::Work> work_;
+    const Communicator* owner_;
+    std::string what_;
+  };
+
+  // `what` names the operation in errors ("the all-reduce of gradient bucket 2").
+  Pending all_reduce_async(const torch::Tensor& tensor, const std::string& what);
+  void all_reduce(const torch::Tensor& tensor, const std::string& what);
+  void broadcast(const torch::Tensor& tensor, int root, const std::string& what);
+  // Every rank's `mine`, in rank order, through the store (small strings: device names).
+  std::vector<std::string> all_gather_text(const std::string& key, const std::string& mine);
+
+  // How many all-reduces this rank has launched: tests count them against the buckets.
+  int64_t all_reduces_launched() const { return all_reduces_launched_; }
+
+  // Rethrows a failure inside a collective as a dptrain error naming this rank and `what`.
+  [[noreturn]] void fail(const std::string& what, const std::exception& cause) const;
+
+ private:
+  struct Group;
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_;
+  int world_size_;
+  Transport transport_;
+  std::unique_ptr<Group> group_;
+  int64_t all_reduces_launched_ = 0;
+};
+
+}  // namespace dptrain::dist

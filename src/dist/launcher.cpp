@@ -1,0 +1,228 @@
+#include "dist/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "core/error.h"
+
+extern char** environ;
+
+namespace dptrain::dist {
+namespace {
+
+volatile sig_atomic_t g_signal = 0;        // the last SIGINT or SIGTERM received, to forward
+volatile sig_atomic_t g_signal_count = 0;  // how many
+
+void remember_signal(int signal_number) {
+  g_signal = signal_number;
+  g_signal_count = g_signal_count + 1;
+}
+
+void catch_signals() {
+  struct sigaction action {};
+  action.sa_handler = remember_signal;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM}) {
+    struct sigaction previous {};
+    sigaction(s, nullptr, &previous);
+    if (previous.sa_handler == SIG_IGN) continue;  // nohup and friends: leave it ignored
+    sigaction(s, &action, nullptr);
+  }
+}
+
+// What became of a rank, as a shell would put it.
+struct Outcome {
+  int rank = 0;
+  pid_t pid = 0;
+  int status = 0;  // exit status, or 128 + signal
+  std::string what;
+};
+
+Outcome outcome_of(int rank, pid_t pid, int raw) {
+  Outcome o{rank, pid, 0, ""};
+  if (WIFSIGNALED(raw)) {
+    o.status = 128 + WTERMSIG(raw);
+    o.what = "was killed by signal " + std::to_string(WTERMSIG(raw)) + " (" +
+             strsignal(WTERMSIG(raw)) + ")";
+  } else {
+    o.status = WEXITSTATUS(raw);
+    o.what = "exited with status " + std::to_string(o.status);
+  }
+  return o;
+}
+
+// The environment of one rank: ours, plus torchrun's variables.
+std::vector<std::string> rank_environment(const LocalLaunch& launch, int local_rank,
+                                          const std::string& addr, uint16_t port) {
+  const int world = launch.nnodes * launch.local_ranks;
+  const std::map<std::string, std::string> ours = {
+      {"RANK", std::to_string(launch.node_rank * launch.local_ranks + local_rank)},
+      {"WORLD_SIZE", std::to_string(world)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(launch.local_ranks)},
+      {"GROUP_RANK", std::to_string(launch.node_rank)},
+      {"MASTER_ADDR", addr},
+      {"MASTER_PORT", std::to_string(port)},
+      {"TORCHELASTIC_USE_AGENT_STORE", launch.node_rank == 0 ? "True" : "False"},
+      {"DPTRAIN_LAUNCHER", "dptrain"},
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (ours.count(entry.substr(0, entry.find('='))) == 0) env.push_back(entry);
+  }
+  for (const auto& [name, value] : ours) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bool quiet_stdout) {
+  std::vector<char*> args = pointers(argv);
+  std::vector<char*> envp = pointers(env);
+  const int null_fd = quiet_stdout ? ::open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec. Its own process group: a terminal's Ctrl-C reaches
+    // the launcher alone, which forwards it once (a rank's second SIGINT would kill it at once).
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans, even when the launcher is SIGKILLed
+    if (::getppid() != parent) ::_exit(127);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
+    ::execve("/proc/self/exe", args.data(), envp.data());
+    ::_exit(127);
+  }
+  if (null_fd >= 0) ::close(null_fd);
+  if (pid < 0) {
+    throw core::Error(core::ErrorCode::kDistributed,
+                      std::string("could not start a rank: ") + std::strerror(errno),
+                      "the machine may be out of processes or memory");
+  }
+  return pid;
+}
+
+class RankSet {
+ public:
+  void add(pid_t pid, int rank) { running_[pid] = rank; }
+  bool empty() const { return running_.empty(); }
+  void signal_all(int signal_number) const {
+    for (const auto& [pid, rank] : running_) ::kill(pid, signal_number);
+  }
+  // A rank that has ended, if any (without waiting).
+  std::optional<Outcome> reap() {
+    int raw = 0;
+    const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
+    if (pid <= 0) return std::nullopt;
+    const auto it = running_.find(pid);
+    if (it == running_.end()) return std::nullopt;
+    const int rank = it->second;
+    running_.erase(it);
+    return outcome_of(rank, pid, raw);
+  }
+
+ private:
+  std::map<pid_t, int> running_;
+};
+
+// The rank to blame: the first whose failure is not merely another rank's failure showing
+// through a broken collective (status 8, a distributed error).
+const Outcome& culprit(const std::vector<Outcome>& failures) {
+  for (const auto& f : failures) {
+    if (f.status != 8) return f;
+  }
+  return failures.front();
+}
+
+}  // namespace
+
+int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch) {
+  const int world = launch.nnodes * launch.local_ranks;
+  std::string addr = launch.master_addr.empty() ? "127.0.0.1" : launch.master_addr;
+  uint16_t port = launch.master_port;
+  // The first node's launcher serves the store for the whole job, as torchrun's agent does; with
+  // port 0 the system picks a free one, and no other process can take it before the ranks start.
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  if (launch.node_rank == 0) {
+    c10d::TCPStoreOptions options;
+    options.port = port;
+    options.isServer = true;
+    options.waitWorkers = false;
+    options.timeout = launch.timeout;
+    try {
+      store = c10::make_intrusive<c10d::TCPStore>(addr, options);
+    } catch (const std::exception& e) {
+      throw core::Error(core::ErrorCode::kDistributed,
+                        "could not serve the rendezvous store on port " + std::to_string(port) +
+                            ": " + e.what(),
+                        "another job may be using that port: choose another --master-port");
+    }
+    port = store->getPort();
+  }
+  catch_signals();
+  spdlog::info("ddp: starting ranks {} to {} of {} on this machine, rendezvous at {}:{}",
+               launch.node_rank * launch.local_ranks,
+               launch.node_rank * launch.local_ranks + launch.local_ranks - 1, world, addr, port);
+  RankSet ranks;
+  for (int local = 0; local < launch.local_ranks; ++local) {
+    const int rank = launch.node_rank * launch.local_ranks + local;
+    const pid_t pid = start_rank(argv, rank_environment(launch, local, addr, port), rank != 0);
+    ranks.add(pid, rank);
+    spdlog::info("ddp: rank {} started (pid {})", rank, pid);
+  }
+
+  std::vector<Outcome> failures;
+  int forwarded = 0;
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  while (!ranks.empty()) {
+    if (g_signal_count > forwarded) {
+      forwarded = g_signal_count;
+      // A second Ctrl-C (or SIGTERM) means now: as for a single process.
+      ranks.signal_all(forwarded > 1 ? SIGKILL : static_cast<int>(g_signal));
+    }
+    if (auto ended = ranks.reap()) {
+      if (ended->status != 0) {
+        failures.push_back(*ended);
+        if (!kill_at) {
+          if (forwarded == 0) ranks.signal_all(SIGTERM);
+          kill_at = std::chrono::steady_clock::now() + launch.grace;
+        }
+      }
+      continue;
+    }
+    if (kill_at && std::chrono::steady_clock::now() >= *kill_at) ranks.signal_all(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (failures.empty()) return 0;
+  const Outcome& first = culprit(failures);
+  if (forwarded > 0) {
+    spdlog::warn("ddp: stopped on signal {}; rank {} {}", static_cast<int>(g_signal), first.rank,
+                 first.what);
+  } else {
+    spdlog::error("ddp: rank {} of {} (pid {}) {}; the other ranks were stopped", first.rank,
+                  world, first.pid, first.what);
+  }
+  return first.status;
+}
+
+}  // namespace dptrain::dist

@@ -1,0 +1,54 @@
+#include "parallel/ddp.h"
+
+namespace dptrain::parallel {
+
+DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
+                                                 std::unique_ptr<dist::Communicator> comm,
+                                                 int64_t bucket_bytes)
+    : model_(std::move(model)), device_(device), comm_(std::move(comm)) {
+  model_.ptr()->to(device_);
+  broadcast_initial_state();
+  reducer_ = std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes);
+  for (const auto& name : comm_->all_gather_text("devices", device_.str())) {
+    all_devices_.emplace_back(name);
+  }
+}
+
+void DistributedDataParallel::broadcast_initial_state() {
+  // One flat copy for parameters and buffers alike: one collective, not one per tensor.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> state = model_.ptr()->parameters();
+  for (const auto& b : model_.ptr()->buffers()) state.push_back(b);
+  std::vector<torch::Tensor> flat_parts;
+  for (const auto& t : state) flat_parts.push_back(t.detach().reshape({-1}).to(torch::kFloat64));
+  if (flat_parts.empty()) return;
+  torch::Tensor flat = torch::cat(flat_parts);
+  comm_->broadcast(flat, /*root=*/0, "the broadcast of rank 0's initial parameters");
+  int64_t offset = 0;
+  for (auto& t : state) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+
+void DistributedDataParallel::set_training(bool training) {
+  training_ = training;
+  model_.ptr()->train(training);
+}
+
+torch::Tensor DistributedDataParallel::forward(const torch::Tensor& input) {
+  if (training_ && torch::GradMode::is_enabled()) reducer_->prepare_for_backward();
+  return model_.forward(input);
+}
+
+void DistributedDataParallel::all_reduce_sum(std::vector<double>& values) {
+  if (values.empty()) return;
+  // On the device: NCCL reduces only device tensors, and Gloo takes either.
+  torch::Tensor t =
+      torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64)).to(device_);
+  comm_->all_reduce(t, "the all-reduce of the epoch's sums");
+  t = t.cpu();
+  for (size_t i = 0; i < values.size(); ++i) values[i] = t[static_cast<int64_t>(i)].item<double>();
+}
+
+}  // namespace dptrain::parallel

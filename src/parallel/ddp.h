@@ -1,0 +1,47 @@
+// The ddp backend: this process is one rank of a job, one model copy on one device. Rank 0's
+// initial parameters are broadcast to every rank; each step's gradients are averaged over the ranks
+// through a GradReducer (flat buckets, all-reduced from autograd hooks as backward goes), so W ranks
+// on B/W samples each take the optimizer step that one device takes on all B.
+#pragma once
+
+#include <memory>
+
+#include "dist/communicator.h"
+#include "parallel/backend.h"
+#include "parallel/grad_reducer.h"
+
+namespace dptrain::parallel {
+
+class DistributedDataParallel : public Backend {
+ public:
+  DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
+                          std::unique_ptr<dist::Communicator> comm, int64_t bucket_bytes);
+
+  std::string name() const override { return "ddp"; }
+  std::vector<torch::Device> devices() const override { return all_devices_; }
+  torch::Device input_device() const override { return device_; }
+  int rank() const override { return comm_->rank(); }
+  int world_size() const override { return comm_->world_size(); }
+
+  std::vector<torch::Tensor> parameters() override { return model_.ptr()->parameters(); }
+  void set_training(bool training) override;
+  torch::Tensor forward(const torch::Tensor& input) override;
+  void synchronize_gradients() override { reducer_->finish(); }
+  void all_reduce_sum(std::vector<double>& values) override;
+  double communication_wait_seconds() const override { return reducer_->wait_seconds(); }
+
+  const GradReducer& reducer() const { return *reducer_; }
+  const dist::Communicator& communicator() const { return *comm_; }
+
+ private:
+  void broadcast_initial_state();
+
+  torch::nn::AnyModule model_;
+  torch::Device device_;
+  std::unique_ptr<dist::Communicator> comm_;
+  std::unique_ptr<GradReducer> reducer_;
+  std::vector<torch::Device> all_devices_;
+  bool training_ = true;
+};
+
+}  // namespace dptrain::parallel

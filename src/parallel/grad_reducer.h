@@ -1,0 +1,73 @@
+// DistributedDataParallel's gradient reduction, in C++: the parameters' gradients are laid out in
+// flat buckets of about `bucket_bytes` (in reverse registration order, the order backward produces
+// them); an autograd hook copies each gradient into its bucket as soon as backward computes it,
+// and a bucket whose gradients are all in is all-reduced at once, asynchronously, while backward
+// goes on. Buckets are launched strictly in index order, so every rank issues the same sequence of
+// collectives whatever order its hooks fire in. finish() waits and writes the averages to .grad.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace dptrain::parallel {
+
+class GradReducer {
+ public:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into the parameter list, in bucket order
+    std::vector<int64_t> offsets;
+    torch::Tensor flat;  // on the parameters' device
+    int64_t bytes() const { return flat.numel() * static_cast<int64_t>(flat.element_size()); }
+  };
+
+  // Registers a hook on every parameter that requires a gradient; the reducer must outlive the
+  // parameters' backward passes (its destructor removes the hooks).
+  GradReducer(std::vector<torch::Tensor> params, dist::Communicator& comm, int64_t bucket_bytes);
+  ~GradReducer();
+  GradReducer(const GradReducer&) = delete;
+  GradReducer& operator=(const GradReducer&) = delete;
+
+  // Before each forward whose backward is to be reduced.
+  void prepare_for_backward();
+  // After backward: launches any bucket still waiting (a parameter that got no gradient this step
+  // counts as zero, the same on every rank), waits for all, and leaves in every parameter's .grad
+  // the mean over the ranks of this backward's gradient.
+  void finish();
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Seconds finish() has spent waiting for all-reduces since construction: the part of
+  // communication that backward did not hide.
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  void on_gradient(size_t param, const torch::Tensor& grad);
+  void launch_ready_buckets();
+  void launch(size_t bucket);
+
+  std::vector<torch::Tensor> params_;
+  dist::Communicator& comm_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // parameter -> bucket
+  std::vector<size_t> slot_of_;    // parameter -> position within its bucket
+  std::vector<unsigned> hooks_;
+  // Per step: which parameters have their gradient in, how many each bucket still waits for,
+  // the next bucket to launch and the all-reduces in flight.
+  std::vector<bool> ready_;
+  std::vector<size_t> missing_;
+  size_t next_launch_ = 0;
+  std::vector<dist::Communicator::Pending> pending_;
+  bool armed_ = false;
+  double wait_seconds_ = 0;
+};
+
+// How parameters of these sizes (in bytes, in registration order) fall into buckets of at most
+// `bucket_bytes` (a parameter larger than that gets a bucket of its own): parameter indices per
+// bucket, the last registered first. Separate so that tests can check the layout rule directly.
+std::vector<std::vector<size_t>> assign_buckets(const std::vector<int64_t>& param_bytes,
+                                                int64_t bucket_bytes);
+
+}  // namespace dptrain::parallel

@@ -1,0 +1,244 @@
+// ddp as users run it: real rank processes talking over Gloo on this machine, started by dptrain
+// itself or, as torchrun would, by a parent that sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+// 600 training images in global batches of 60 (20 per rank for 3 ranks, 30 for 2): 10 steps an
+// epoch, no padding, so every rank count sees the same global batches.
+struct DdpData {
+  TempDir dir;
+  DdpData() { write_tiny_dataset(dir / "data", 600, 90); }
+  std::vector<std::string> sets(int epochs) const {
+    return {"--set", "data.dir=" + (dir / "data").string(), "--set", "data.batch_size=60",
+            "--set", "train.epochs=" + std::to_string(epochs), "--set", "model.init_std=0.1",
+            "--set", "runtime.threads=1", "--set", "parallel.timeout_s=60"};
+  }
+  std::string args(int epochs) const {
+    std::string joined;
+    for (const auto& a : sets(epochs)) joined += (joined.empty() ? "" : " ") + a;
+    return joined;
+  }
+};
+
+std::vector<torch::Tensor> load_parameters(const std::filesystem::path& path) {
+  std::vector<torch::Tensor> params;
+  torch::load(params, path.string());
+  return params;
+}
+
+nlohmann::json summary_of(const std::filesystem::path& run) {
+  return nlohmann::json::parse(dptrain::core::read_text_file(run / "summary.json"));
+}
+
+double max_relative_difference(const std::vector<torch::Tensor>& a,
+                               const std::vector<torch::Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].sizes() == b[i].sizes());
+    const double scale = b[i].abs().max().item<double>();
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+// The single-device run that ddp must reproduce.
+std::filesystem::path train_single(const DdpData& data, const TempDir& dir) {
+  const auto out = dir / "single";
+  const auto result = run_dptrain("train " + data.args(2) + " --set parallel.devices=cpu --output " +
+                                  out.string());
+  REQUIRE(result.status == 0);
+  return out;
+}
+
+int pid_of_rank(const std::string& log, int rank) {
+  std::smatch m;
+  const std::regex started("ddp: rank " + std::to_string(rank) + R"( started \(pid (\d+)\))");
+  REQUIRE(std::regex_search(log, m, started));
+  return std::stoi(m[1]);
+}
+
+bool process_exists(int pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+std::vector<std::string> torchrun_env(int rank, int world, int port) {
+  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world),
+          "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(world),
+          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+}
+
+}  // namespace
+
+TEST_CASE("ddp over 3 local CPU ranks gives single-device training's parameters", "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  const auto single = train_single(data, dir);
+  const auto out = dir / "ddp";
+  // Buckets of 50 KB: LeNet's gradients go in several all-reduces.
+  const auto result = run_dptrain("train " + data.args(2) +
+                                  " --set parallel.backend=ddp"
+                                  " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'"
+                                  " --set parallel.bucket_mb=0.05 --output " + out.string());
+  REQUIRE(result.status == 0);
+  CHECK(max_relative_difference(load_parameters(out / "model.pt"),
+                                load_parameters(single / "model.pt")) <= 1e-5);
+  const auto ddp = summary_of(out);
+  const auto one = summary_of(single);
+  CHECK(ddp.at("devices") == nlohmann::json::array({"cpu", "cpu", "cpu"}));
+  CHECK(ddp.at("world_size") == 3);
+  CHECK(ddp.at("test_acc") == one.at("test_acc"));  // sharded evaluation counts every sample once
+  CHECK(ddp.at("train_loss").get<double>() == Approx(one.at("train_loss").get<double>()).epsilon(1e-5));
+  CHECK_THAT(result.out, Catch::EndsWith("sec/epoch on [cpu, cpu, cpu]\n"));
+  // Rank 0 alone writes: one metrics line per epoch.
+  CHECK(dptrain::core::read_text_file(out / "metrics.jsonl").find("\"epoch\":2") !=
+        std::string::npos);
+}
+
+TEST_CASE("ddp over 2 ranks started as torchrun starts them gives single's parameters",
+          "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  const auto single = train_single(data, dir);
+  const auto out = dir / "ddp";
+  const int port = free_port();
+  std::vector<std::string> args = {"train"};
+  for (const auto& a : data.sets(2)) args.push_back(a);
+  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu",
+                        "--output"}) {
+    args.push_back(a);
+  }
+  args.push_back(out.string());
+  BackgroundRun rank1(args, torchrun_env(1, 2, port));
+  BackgroundRun rank0(args, torchrun_env(0, 2, port));
+  const auto r0 = rank0.finish(120);
+  const auto r1 = rank1.finish(30);
+  INFO(r0.err << r1.err);
+  REQUIRE(r0.status == 0);
+  REQUIRE(r1.status == 0);
+  CHECK(max_relative_difference(load_parameters(out / "model.pt"),
+                                load_parameters(single / "model.pt")) <= 1e-5);
+  CHECK(r1.out.empty());  // only rank 0 prints epoch lines
+  CHECK(r1.err.empty());  // and later ranks log only warnings and errors
+  CHECK_THAT(r0.err, Catch::Contains("rank 0 of 2 (node 0, local rank 0) from torchrun on cpu"));
+}
+
+TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no orphans",
+          "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  std::vector<std::string> args = {"train"};
+  for (const auto& a : data.sets(1000)) args.push_back(a);
+  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]",
+                        "--set", "log.every_steps=1", "--output"}) {
+    args.push_back(a);
+  }
+  args.push_back((dir / "out").string());
+  BackgroundRun run(args);
+  REQUIRE(run.wait_for_stderr("epoch 1 step 3/10", 60));
+  const int rank0 = pid_of_rank(run.stderr_text(), 0);
+  const int rank1 = pid_of_rank(run.stderr_text(), 1);
+  ::kill(rank1, SIGKILL);
+  const auto result = run.finish(60);
+  CHECK(result.status == 128 + SIGKILL);
+  CHECK_THAT(result.err, Catch::Contains("ddp: rank 1 of 2 (pid " + std::to_string(rank1) +
+                                         ") was killed by signal 9 (Killed); the other ranks "
+                                         "were stopped"));
+  CHECK_FALSE(process_exists(rank0));
+}
+
+TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, naming itself",
+          "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  const int port = free_port();
+  std::vector<std::string> args = {"train"};
+  for (const auto& a : data.sets(1000)) args.push_back(a);
+  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu", "--set",
+                        "parallel.timeout_s=20", "--set", "log.every_steps=1", "--output"}) {
+    args.push_back(a);
+  }
+  args.push_back((dir / "out").string());
+  BackgroundRun rank0(args, torchrun_env(0, 2, port));
+  BackgroundRun rank1(args, torchrun_env(1, 2, port));
+  REQUIRE(rank0.wait_for_stderr("epoch 1 step 3/10", 60));
+  rank1.signal(SIGKILL);
+  const auto result = rank0.finish(25);
+  CHECK(result.status == 8);
+  CHECK_THAT(result.err, Catch::Matches(R"((.|\n)*distributed error: rank 0: the all-reduce of )"
+                                        R"([^\n]* failed: (.|\n)*)"));
+}
+
+TEST_CASE("an unreachable rendezvous is a distributed error within the timeout", "[cli][ddp]") {
+  DdpData data;
+  const int port = free_port();
+  const auto result =
+      run_dptrain("train " + data.args(1) +
+                      " --set parallel.backend=ddp --set parallel.devices=cpu"
+                      " --set parallel.timeout_s=2 --output /nonexistent/never-written",
+                  {}, torchrun_env(1, 2, port));
+  CHECK(result.status == 8);
+  CHECK_THAT(result.err, Catch::Contains("rank 1: could not reach the rendezvous store at "
+                                         "127.0.0.1:" + std::to_string(port) + " within 2 s"));
+  CHECK_THAT(result.err, Catch::Contains("hint: check MASTER_ADDR and MASTER_PORT"));
+}
+
+TEST_CASE("bad launcher variables and a batch that does not split are clear errors",
+          "[cli][ddp]") {
+  DdpData data;
+  const auto zero = run_dptrain("train " + data.args(1) + " --set parallel.backend=ddp", {},
+                                {"RANK=0", "WORLD_SIZE=0"});
+  CHECK(zero.status == 8);
+  CHECK_THAT(zero.err, Catch::Contains(
+                           "distributed error: torchrun: WORLD_SIZE=0 is out of range: must be 1"));
+
+  const auto beyond = run_dptrain("train " + data.args(1) + " --set parallel.backend=ddp", {},
+                                  {"RANK=2", "WORLD_SIZE=2", "MASTER_ADDR=x", "MASTER_PORT=1"});
+  CHECK(beyond.status == 8);
+  CHECK_THAT(beyond.err, Catch::Contains("torchrun: RANK=2 is not below WORLD_SIZE=2"));
+
+  const auto uneven = run_dptrain(
+      "train " + data.args(1) +
+      " --set data.batch_size=256 --set parallel.backend=ddp"
+      " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'");
+  CHECK(uneven.status == 3);
+  CHECK_THAT(uneven.err, Catch::Contains("config error: data.batch_size: 256 does not split evenly "
+                                         "over 3 ranks"));
+  CHECK_THAT(uneven.err, Catch::Contains("hint: use a multiple of 3, such as 255 or 258"));
+  CHECK_THAT(uneven.err, !Catch::Contains("started"));  // refused before any rank started
+
+  const auto single_under_launcher = run_dptrain(
+      "train " + data.args(1) + " --set parallel.devices=cpu", {},
+      {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1"});
+  CHECK(single_under_launcher.status == 3);
+  CHECK_THAT(single_under_launcher.err,
+             Catch::Contains("parallel.backend: \"single\" trains in one process, but torchrun "
+                             "started 2"));
+}
+
+TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  std::vector<std::string> args = {"train"};
+  for (const auto& a : data.sets(1000)) args.push_back(a);
+  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]",
+                        "--set", "log.every_steps=1", "--output"}) {
+    args.push_back(a);
+  }
+  args.push_back((dir / "out").string());
+  BackgroundRun run(args);
+  REQUIRE(run.wait_for_stderr("epoch 1 step 3/10", 60));
+  run.signal(SIGINT);
+  const auto result = run.finish(30);
+  CHECK(result.status == 130);
+  CHECK_THAT(result.err, Catch::Contains("interrupted: "));
+  CHECK(std::filesystem::exists(dir / "out" / "config.json"));
+}
