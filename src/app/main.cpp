@@ -52,33 +52,38 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
                 "machines count from 0 to --nnodes minus 1");
   }
   if (nodes.nnodes > 1 && (nodes.master_addr.empty() || nodes.master_port == 0)) {
-    usage_error("--nnodes " + std::to_string(nodes.nnodes) +
-                    " needs --master-addr and --master-port",
-                "give every machine machine 0's address and a free port on it");
+    usage_error(
+        "--nnodes " + std::to_string(nodes.nnodes) + " needs --master-addr and --master-port",
+        "give every machine machine 0's address and a free port on it");
   }
-  train::per_rank_batch(config.data.batch_size, nodes.nnodes * local_ranks);  // fail before spawning
+  train::per_rank_batch(config.data.batch_size,
+                        nodes.nnodes * local_ranks);  // fail before spawning
   dist::LocalLaunch launch;
   launch.local_ranks = local_ranks;
   launch.nnodes = nodes.nnodes;
   launch.node_rank = nodes.node_rank;
   launch.master_addr = nodes.master_addr;
   launch.master_port = static_cast<uint16_t>(nodes.master_port);
-  launch.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
+  launch.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
   return dist::run_local_ranks(argv, launch);
 }
 
 int train_here(const cli::Command& command, const config::Config& config,
                const std::optional<dist::RankInfo>& launched) {
   if (launched && command.nodes.given && launched->launcher != "dptrain") {
-    usage_error("--nnodes, --node-rank, --master-addr and --master-port are for dptrain's own "
-                "launch, but " + launched->launcher + " started this process",
-                "leave them out: " + launched->launcher + " decides the ranks");
+    usage_error(
+        "--nnodes, --node-rank, --master-addr and --master-port are for dptrain's own "
+        "launch, but " +
+            launched->launcher + " started this process",
+        "leave them out: " + launched->launcher + " decides the ranks");
   }
   const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
   core::init_logging(config.log.level, rank.rank);
   core::install_interrupt_handler();
   std::filesystem::path output;  // other ranks write nothing
-  if (rank.rank == 0) output = train::make_run_dir(command.output_dir, config.name, command.overwrite);
+  if (rank.rank == 0)
+    output = train::make_run_dir(command.output_dir, config.name, command.overwrite);
   train::train(config, output, std::cout, rank);
   return 0;
 }

@@ -95,13 +95,14 @@ void check_devices(const Checker& check, const ParallelConfig& p) {
     }
   }
   if (p.backend == "single" && p.devices.size() != 1) {
-    check.fail("parallel.devices",
-               "the single backend trains on exactly one device, got " +
-                   std::to_string(p.devices.size()),
-               "give one device: [\"auto\"], [\"cpu\"] or [\"cuda:0\"]");
+    check.fail(
+        "parallel.devices",
+        "the single backend trains on exactly one device, got " + std::to_string(p.devices.size()),
+        "give one device: [\"auto\"], [\"cpu\"] or [\"cuda:0\"]");
   }
   if (p.devices.empty()) {
-    check.fail("parallel.devices", "is empty", "give one device per rank, such as [\"cpu\", \"cpu\"]");
+    check.fail("parallel.devices", "is empty",
+               "give one device per rank, such as [\"cpu\", \"cpu\"]");
   }
   if (p.devices.size() > 1 &&
       std::find(p.devices.begin(), p.devices.end(), "auto") != p.devices.end()) {

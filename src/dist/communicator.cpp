@@ -143,10 +143,9 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
     throw;
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kDistributed,
-                rank_text + ": could not connect to the other " +
-                    std::to_string(world_size_ - 1) + " ranks over " +
-                    transport_name(transport_) + " within " + seconds(timeout) + ": " +
-                    message_of(e),
+                rank_text + ": could not connect to the other " + std::to_string(world_size_ - 1) +
+                    " ranks over " + transport_name(transport_) + " within " + seconds(timeout) +
+                    ": " + message_of(e),
                 "every rank must start and reach this point; see the other ranks' errors");
   }
 }

@@ -3,9 +3,9 @@
 // dptrain includes c10d's process-group headers; errors come out as dptrain errors naming the rank.
 #pragma once
 
+#include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/torch.h>
 
 #include <chrono>
 #include <memory>
@@ -32,8 +32,8 @@ class Communicator {
                                             std::chrono::milliseconds timeout);
 
   // A group over an existing store (tests run ranks as threads over one in-process store).
-  Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-               Transport transport, torch::Device device, std::chrono::milliseconds timeout);
+  Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size, Transport transport,
+               torch::Device device, std::chrono::milliseconds timeout);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

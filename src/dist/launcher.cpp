@@ -5,8 +5,8 @@
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstring>
 #include <map>
@@ -172,10 +172,10 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     try {
       store = c10::make_intrusive<c10d::TCPStore>(addr, options);
     } catch (const std::exception& e) {
-      throw core::Error(core::ErrorCode::kDistributed,
-                        "could not serve the rendezvous store on port " + std::to_string(port) +
-                            ": " + e.what(),
-                        "another job may be using that port: choose another --master-port");
+      throw core::Error(
+          core::ErrorCode::kDistributed,
+          "could not serve the rendezvous store on port " + std::to_string(port) + ": " + e.what(),
+          "another job may be using that port: choose another --master-port");
     }
     port = store->getPort();
   }
@@ -219,8 +219,8 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     spdlog::warn("ddp: stopped on signal {}; rank {} {}", static_cast<int>(g_signal), first.rank,
                  first.what);
   } else {
-    spdlog::error("ddp: rank {} of {} (pid {}) {}; the other ranks were stopped", first.rank,
-                  world, first.pid, first.what);
+    spdlog::error("ddp: rank {} of {} (pid {}) {}; the other ranks were stopped", first.rank, world,
+                  first.pid, first.what);
   }
   return first.status;
 }

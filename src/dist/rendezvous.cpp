@@ -108,8 +108,8 @@ RankInfo from_open_mpi(const EnvLookup& env) {
   info.launcher = "mpirun";
   info.world_size = static_cast<int>(vars.integer("OMPI_COMM_WORLD_SIZE", 1, kMaxWorld));
   info.rank = static_cast<int>(vars.integer("OMPI_COMM_WORLD_RANK", 0, kMaxWorld));
-  info.local_world_size =
-      static_cast<int>(vars.integer_or("OMPI_COMM_WORLD_LOCAL_SIZE", info.world_size, 1, kMaxWorld));
+  info.local_world_size = static_cast<int>(
+      vars.integer_or("OMPI_COMM_WORLD_LOCAL_SIZE", info.world_size, 1, kMaxWorld));
   info.local_rank =
       static_cast<int>(vars.integer_or("OMPI_COMM_WORLD_LOCAL_RANK", info.rank, 0, kMaxWorld));
   info.node_rank = info.rank / info.local_world_size;  // mpirun's default by-slot mapping

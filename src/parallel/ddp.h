@@ -1,7 +1,7 @@
 // The ddp backend: this process is one rank of a job, one model copy on one device. Rank 0's
 // initial parameters are broadcast to every rank; each step's gradients are averaged over the ranks
-// through a GradReducer (flat buckets, all-reduced from autograd hooks as backward goes), so W ranks
-// on B/W samples each take the optimizer step that one device takes on all B.
+// through a GradReducer (flat buckets, all-reduced from autograd hooks as backward goes), so W
+// ranks on B/W samples each take the optimizer step that one device takes on all B.
 #pragma once
 
 #include <memory>

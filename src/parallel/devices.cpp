@@ -46,8 +46,8 @@ int local_rank_count(const std::vector<std::string>& specs) {
 
 torch::Device device_for_local_rank(const std::vector<std::string>& specs, int local_rank,
                                     int rank) {
-  const std::string who = "rank " + std::to_string(rank) + " (local rank " +
-                          std::to_string(local_rank) + ")";
+  const std::string who =
+      "rank " + std::to_string(rank) + " (local rank " + std::to_string(local_rank) + ")";
   if (specs.size() == 1) {
     if (specs[0] == "auto") {
       if (!torch::cuda::is_available()) return torch::Device(torch::kCPU);
@@ -56,10 +56,10 @@ torch::Device device_for_local_rank(const std::vector<std::string>& specs, int l
     return resolve_device(specs[0], who + ": parallel.devices[0]");
   }
   if (local_rank >= static_cast<int>(specs.size())) {
-    throw core::Error(core::ErrorCode::kDevice,
-                      who + " has no device: parallel.devices lists " +
-                          std::to_string(specs.size()),
-                      "list one device per process on a node, or a single entry for all");
+    throw core::Error(
+        core::ErrorCode::kDevice,
+        who + " has no device: parallel.devices lists " + std::to_string(specs.size()),
+        "list one device per process on a node, or a single entry for all");
   }
   return resolve_device(specs[static_cast<size_t>(local_rank)],
                         who + ": parallel.devices[" + std::to_string(local_rank) + "]");

@@ -15,8 +15,8 @@ dist::Transport pick_transport(const std::string& name, torch::Device device, in
   if (name == "nccl") {
     if (!device.is_cuda()) {
       throw core::Error(core::ErrorCode::kConfig,
-                        "parallel.dist_backend: rank " + std::to_string(rank) +
-                            " trains on " + device.str() + ", and NCCL reduces only GPU tensors",
+                        "parallel.dist_backend: rank " + std::to_string(rank) + " trains on " +
+                            device.str() + ", and NCCL reduces only GPU tensors",
                         "use \"gloo\" (or \"auto\") for CPU ranks");
     }
     return dist::Transport::kNccl;
@@ -32,8 +32,9 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
   const dist::Transport transport = pick_transport(config.dist_backend, device, rank.rank);
   spdlog::info("ddp: {} on {}, joining over {} at {}", dist::describe(rank), device.str(),
                dist::transport_name(transport),
-               rank.master_addr.empty() ? std::string("this process")
-                                        : rank.master_addr + ":" + std::to_string(rank.master_port));
+               rank.master_addr.empty()
+                   ? std::string("this process")
+                   : rank.master_addr + ":" + std::to_string(rank.master_port));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
   auto comm = dist::Communicator::join(rank, transport, device, timeout);
   const auto bucket_bytes = static_cast<int64_t>(config.bucket_mb * 1024 * 1024);

@@ -52,8 +52,8 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, dist::Communicator& 
     buckets_.push_back(std::move(bucket));
   }
   for (size_t i = 0; i < params_.size(); ++i) {
-    hooks_.push_back(params_[i].register_hook(
-        [this, i](const torch::Tensor& grad) { on_gradient(i, grad); }));
+    hooks_.push_back(
+        params_[i].register_hook([this, i](const torch::Tensor& grad) { on_gradient(i, grad); }));
   }
   ready_.assign(params_.size(), false);
 }
@@ -76,8 +76,7 @@ void GradReducer::on_gradient(size_t param, const torch::Tensor& grad) {
   ready_[param] = true;
   Bucket& bucket = buckets_[bucket_of_[param]];
   const size_t slot = slot_of_[param];
-  bucket.flat.narrow(0, bucket.offsets[slot], params_[param].numel())
-      .copy_(grad.reshape({-1}));
+  bucket.flat.narrow(0, bucket.offsets[slot], params_[param].numel()).copy_(grad.reshape({-1}));
   if (--missing_[bucket_of_[param]] == 0) launch_ready_buckets();
 }
 
@@ -89,8 +88,8 @@ void GradReducer::launch(size_t b) {
   Bucket& bucket = buckets_[b];
   // Averaging before the sum, as DDP does, keeps low-precision gradients from overflowing.
   bucket.flat.div_(comm_.world_size());
-  pending_.push_back(
-      comm_.all_reduce_async(bucket.flat, "the all-reduce of gradient bucket " + std::to_string(b)));
+  pending_.push_back(comm_.all_reduce_async(
+      bucket.flat, "the all-reduce of gradient bucket " + std::to_string(b)));
 }
 
 void GradReducer::finish() {

@@ -7,12 +7,17 @@
 namespace dptrain::train {
 
 nlohmann::json to_json(const EpochMetrics& m) {
-  return {{"epoch", m.epoch},         {"train_loss", m.train_loss},
-          {"train_acc", m.train_acc}, {"test_loss", m.test_loss},
-          {"test_acc", m.test_acc},   {"train_sec", m.train_sec},
-          {"eval_sec", m.eval_sec},   {"comm_wait_sec", m.comm_wait_sec},
+  return {{"epoch", m.epoch},
+          {"train_loss", m.train_loss},
+          {"train_acc", m.train_acc},
+          {"test_loss", m.test_loss},
+          {"test_acc", m.test_acc},
+          {"train_sec", m.train_sec},
+          {"eval_sec", m.eval_sec},
+          {"comm_wait_sec", m.comm_wait_sec},
           {"train_samples", m.train_samples},
-          {"steps", m.steps},         {"samples_per_sec", m.samples_per_sec()}};
+          {"steps", m.steps},
+          {"samples_per_sec", m.samples_per_sec()}};
 }
 
 nlohmann::json to_json(const RunSummary& s) {

@@ -25,9 +25,9 @@ namespace dptrain::train {
 int64_t per_rank_batch(int64_t batch_size, int world_size) {
   if (batch_size % world_size != 0) {
     const int64_t below = batch_size / world_size * world_size;
-    const std::string examples = below > 0 ? std::to_string(below) + " or " +
-                                                 std::to_string(below + world_size)
-                                           : std::to_string(world_size);
+    const std::string examples =
+        below > 0 ? std::to_string(below) + " or " + std::to_string(below + world_size)
+                  : std::to_string(world_size);
     throw core::Error(core::ErrorCode::kConfig,
                       "data.batch_size: " + std::to_string(batch_size) +
                           " does not split evenly over " + std::to_string(world_size) + " ranks",

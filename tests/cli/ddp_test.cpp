@@ -1,5 +1,6 @@
 // ddp as users run it: real rank processes talking over Gloo on this machine, started by dptrain
-// itself or, as torchrun would, by a parent that sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
+// itself or, as torchrun would, by a parent that sets RANK, WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT.
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -19,9 +20,12 @@ struct DdpData {
   TempDir dir;
   DdpData() { write_tiny_dataset(dir / "data", 600, 90); }
   std::vector<std::string> sets(int epochs) const {
-    return {"--set", "data.dir=" + (dir / "data").string(), "--set", "data.batch_size=60",
-            "--set", "train.epochs=" + std::to_string(epochs), "--set", "model.init_std=0.1",
-            "--set", "runtime.threads=1", "--set", "parallel.timeout_s=60"};
+    return {"--set", "data.dir=" + (dir / "data").string(),
+            "--set", "data.batch_size=60",
+            "--set", "train.epochs=" + std::to_string(epochs),
+            "--set", "model.init_std=0.1",
+            "--set", "runtime.threads=1",
+            "--set", "parallel.timeout_s=60"};
   }
   std::string args(int epochs) const {
     std::string joined;
@@ -55,8 +59,8 @@ double max_relative_difference(const std::vector<torch::Tensor>& a,
 // The single-device run that ddp must reproduce.
 std::filesystem::path train_single(const DdpData& data, const TempDir& dir) {
   const auto out = dir / "single";
-  const auto result = run_dptrain("train " + data.args(2) + " --set parallel.devices=cpu --output " +
-                                  out.string());
+  const auto result =
+      run_dptrain("train " + data.args(2) + " --set parallel.devices=cpu --output " + out.string());
   REQUIRE(result.status == 0);
   return out;
 }
@@ -68,12 +72,17 @@ int pid_of_rank(const std::string& log, int rank) {
   return std::stoi(m[1]);
 }
 
-bool process_exists(int pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+bool process_exists(int pid) {
+  return ::kill(pid, 0) == 0 || errno != ESRCH;
+}
 
 std::vector<std::string> torchrun_env(int rank, int world, int port) {
-  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world),
-          "LOCAL_RANK=" + std::to_string(rank), "LOCAL_WORLD_SIZE=" + std::to_string(world),
-          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+  return {"RANK=" + std::to_string(rank),
+          "WORLD_SIZE=" + std::to_string(world),
+          "LOCAL_RANK=" + std::to_string(rank),
+          "LOCAL_WORLD_SIZE=" + std::to_string(world),
+          "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port)};
 }
 
 }  // namespace
@@ -87,7 +96,8 @@ TEST_CASE("ddp over 3 local CPU ranks gives single-device training's parameters"
   const auto result = run_dptrain("train " + data.args(2) +
                                   " --set parallel.backend=ddp"
                                   " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'"
-                                  " --set parallel.bucket_mb=0.05 --output " + out.string());
+                                  " --set parallel.bucket_mb=0.05 --output " +
+                                  out.string());
   REQUIRE(result.status == 0);
   CHECK(max_relative_difference(load_parameters(out / "model.pt"),
                                 load_parameters(single / "model.pt")) <= 1e-5);
@@ -96,7 +106,8 @@ TEST_CASE("ddp over 3 local CPU ranks gives single-device training's parameters"
   CHECK(ddp.at("devices") == nlohmann::json::array({"cpu", "cpu", "cpu"}));
   CHECK(ddp.at("world_size") == 3);
   CHECK(ddp.at("test_acc") == one.at("test_acc"));  // sharded evaluation counts every sample once
-  CHECK(ddp.at("train_loss").get<double>() == Approx(one.at("train_loss").get<double>()).epsilon(1e-5));
+  CHECK(ddp.at("train_loss").get<double>() ==
+        Approx(one.at("train_loss").get<double>()).epsilon(1e-5));
   CHECK_THAT(result.out, Catch::EndsWith("sec/epoch on [cpu, cpu, cpu]\n"));
   // Rank 0 alone writes: one metrics line per epoch.
   CHECK(dptrain::core::read_text_file(out / "metrics.jsonl").find("\"epoch\":2") !=
@@ -112,8 +123,8 @@ TEST_CASE("ddp over 2 ranks started as torchrun starts them gives single's param
   const int port = free_port();
   std::vector<std::string> args = {"train"};
   for (const auto& a : data.sets(2)) args.push_back(a);
-  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu",
-                        "--output"}) {
+  for (const auto& a :
+       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu", "--output"}) {
     args.push_back(a);
   }
   args.push_back(out.string());
@@ -137,8 +148,9 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
   TempDir dir;
   std::vector<std::string> args = {"train"};
   for (const auto& a : data.sets(1000)) args.push_back(a);
-  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]",
-                        "--set", "log.every_steps=1", "--output"}) {
+  for (const auto& a :
+       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]", "--set",
+        "log.every_steps=1", "--output"}) {
     args.push_back(a);
   }
   args.push_back((dir / "out").string());
@@ -187,12 +199,12 @@ TEST_CASE("an unreachable rendezvous is a distributed error within the timeout",
                   {}, torchrun_env(1, 2, port));
   CHECK(result.status == 8);
   CHECK_THAT(result.err, Catch::Contains("rank 1: could not reach the rendezvous store at "
-                                         "127.0.0.1:" + std::to_string(port) + " within 2 s"));
+                                         "127.0.0.1:" +
+                                         std::to_string(port) + " within 2 s"));
   CHECK_THAT(result.err, Catch::Contains("hint: check MASTER_ADDR and MASTER_PORT"));
 }
 
-TEST_CASE("bad launcher variables and a batch that does not split are clear errors",
-          "[cli][ddp]") {
+TEST_CASE("bad launcher variables and a batch that does not split are clear errors", "[cli][ddp]") {
   DdpData data;
   const auto zero = run_dptrain("train " + data.args(1) + " --set parallel.backend=ddp", {},
                                 {"RANK=0", "WORLD_SIZE=0"});
@@ -205,19 +217,18 @@ TEST_CASE("bad launcher variables and a batch that does not split are clear erro
   CHECK(beyond.status == 8);
   CHECK_THAT(beyond.err, Catch::Contains("torchrun: RANK=2 is not below WORLD_SIZE=2"));
 
-  const auto uneven = run_dptrain(
-      "train " + data.args(1) +
-      " --set data.batch_size=256 --set parallel.backend=ddp"
-      " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'");
+  const auto uneven = run_dptrain("train " + data.args(1) +
+                                  " --set data.batch_size=256 --set parallel.backend=ddp"
+                                  " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'");
   CHECK(uneven.status == 3);
   CHECK_THAT(uneven.err, Catch::Contains("config error: data.batch_size: 256 does not split evenly "
                                          "over 3 ranks"));
   CHECK_THAT(uneven.err, Catch::Contains("hint: use a multiple of 3, such as 255 or 258"));
   CHECK_THAT(uneven.err, !Catch::Contains("started"));  // refused before any rank started
 
-  const auto single_under_launcher = run_dptrain(
-      "train " + data.args(1) + " --set parallel.devices=cpu", {},
-      {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1"});
+  const auto single_under_launcher =
+      run_dptrain("train " + data.args(1) + " --set parallel.devices=cpu", {},
+                  {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1"});
   CHECK(single_under_launcher.status == 3);
   CHECK_THAT(single_under_launcher.err,
              Catch::Contains("parallel.backend: \"single\" trains in one process, but torchrun "
@@ -229,8 +240,9 @@ TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][d
   TempDir dir;
   std::vector<std::string> args = {"train"};
   for (const auto& a : data.sets(1000)) args.push_back(a);
-  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]",
-                        "--set", "log.every_steps=1", "--output"}) {
+  for (const auto& a :
+       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]", "--set",
+        "log.every_steps=1", "--output"}) {
     args.push_back(a);
   }
   args.push_back((dir / "out").string());

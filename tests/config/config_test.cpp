@@ -107,9 +107,8 @@ TEST_CASE("an out-of-range value is an error naming where it came from", "[confi
 }
 
 TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
-  CHECK(
-      error_of([] { resolve(R"({"parallel": {"backend": "dp"}})"); }, ErrorCode::kNotSupported) ==
-      "exp.json: parallel.backend: \"dp\" is not supported yet");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp"}})"); }, ErrorCode::kNotSupported) ==
+        "exp.json: parallel.backend: \"dp\" is not supported yet");
   CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
         "exp.json: precision: \"bf16\" is not supported yet");
   CHECK_THAT(

@@ -28,8 +28,8 @@ void run_ranks(int world, Body body) {
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto comm =
-            std::make_unique<Communicator>(store, r, world, Transport::kGloo, torch::kCPU, kTimeout);
+        auto comm = std::make_unique<Communicator>(store, r, world, Transport::kGloo, torch::kCPU,
+                                                   kTimeout);
         body(r, comm);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();
