@@ -56,8 +56,8 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
         "--nnodes " + std::to_string(nodes.nnodes) + " needs --master-addr and --master-port",
         "give every machine machine 0's address and a free port on it");
   }
-  train::per_rank_batch(config.data.batch_size,
-                        nodes.nnodes * local_ranks);  // fail before spawning
+  // A batch that does not split over the ranks fails here, before any rank starts.
+  train::per_rank_batch(config.data.batch_size, nodes.nnodes * local_ranks);
   dist::LocalLaunch launch;
   launch.local_ranks = local_ranks;
   launch.nnodes = nodes.nnodes;

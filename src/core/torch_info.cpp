@@ -3,6 +3,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_features.h"
 #include "core/torch_compat.h"
 
 namespace dptrain::core {
@@ -13,10 +14,11 @@ TorchInfo torch_info() {
   info.cuda_available = torch::cuda::is_available();
   info.cudnn_available = info.cuda_available && torch::cuda::cudnn_is_available();
   info.mkldnn_available = at::hasMKLDNN();
-#ifdef USE_C10D_GLOO
+  // What dptrain's ddp can use in this build (CMake decides from the headers it finds).
+#if DPTRAIN_WITH_GLOO
   info.gloo_available = true;
 #endif
-#ifdef USE_C10D_NCCL
+#if DPTRAIN_WITH_NCCL
   info.nccl_available = true;
 #endif
   info.cuda_device_count = info.cuda_available ? static_cast<int>(torch::cuda::device_count()) : 0;

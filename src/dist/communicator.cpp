@@ -1,15 +1,23 @@
 #include "dist/communicator.h"
 
-// The process-group headers declare their classes only when these are defined; CMake defines
-// DPTRAIN_WITH_NCCL (and USE_C10D_NCCL) for LibTorch builds that ship NCCL.
-#ifndef USE_C10D_GLOO
+// The process-group headers declare their classes only under USE_C10D_GLOO / USE_C10D_NCCL, which
+// are defined here for the transports CMake found headers for.
+#include "build_features.h"
+#if DPTRAIN_WITH_GLOO && !defined(USE_C10D_GLOO)
 #define USE_C10D_GLOO
 #endif
+#if DPTRAIN_WITH_NCCL && !defined(USE_C10D_NCCL)
+#define USE_C10D_NCCL
+#endif
+
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef DPTRAIN_WITH_NCCL
+#if DPTRAIN_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if DPTRAIN_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -38,6 +46,7 @@ std::string seconds(std::chrono::milliseconds timeout) {
   return fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
 }
 
+#if DPTRAIN_WITH_GLOO
 bool is_loopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
@@ -53,6 +62,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
+#endif
 
 c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info,
                                            std::chrono::milliseconds timeout) {
@@ -96,7 +106,7 @@ const char* transport_name(Transport transport) {
 }
 
 bool nccl_available() {
-#ifdef DPTRAIN_WITH_NCCL
+#if DPTRAIN_WITH_NCCL
   return true;
 #else
   return false;
@@ -120,7 +130,7 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   const std::string rank_text = "rank " + std::to_string(rank_);
   try {
     if (transport_ == Transport::kNccl) {
-#ifdef DPTRAIN_WITH_NCCL
+#if DPTRAIN_WITH_NCCL
       // NCCL binds its communicator to the current device.
       c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -133,11 +143,16 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
                   "use parallel.dist_backend \"gloo\", or a CUDA build of LibTorch");
 #endif
     } else {
+#if DPTRAIN_WITH_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       const auto* tcp = dynamic_cast<const c10d::TCPStore*>(store_.get());
       options->devices.push_back(gloo_device(tcp ? tcp->getHost() : std::string()));
       group_->collectives =
           c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank_, world_size_, options);
+#else
+      throw Error(ErrorCode::kDevice, rank_text + ": this build of dptrain has no Gloo",
+                  "use parallel.dist_backend \"nccl\" with GPUs, or rebuild with libgloo-dev");
+#endif
     }
   } catch (const Error&) {
     throw;

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/fs.h"
+#include "dist/communicator.h"
 #include "support/fixtures.h"
 
 using namespace dptrain::testing;
@@ -253,4 +255,35 @@ TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][d
   CHECK(result.status == 130);
   CHECK_THAT(result.err, Catch::Contains("interrupted: "));
   CHECK(std::filesystem::exists(dir / "out" / "config.json"));
+}
+
+TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives single's parameters",
+          "[cli][ddp][cuda]") {
+  if (!torch::cuda::is_available()) {
+    std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
+    return;
+  }
+  DdpData data;
+  TempDir dir;
+  const auto single = dir / "single";
+  REQUIRE(run_dptrain("train " + data.args(2) + " --set parallel.devices=cuda:0 --output " +
+                      single.string())
+              .status == 0);
+  // cuDNN picks its kernels by batch shape, so per-rank batches need not sum in the same order
+  // as the whole batch does: a looser bound than on the CPU.
+  constexpr double kTolerance = 1e-4;
+  std::vector<std::pair<std::string, std::string>> cases = {{"gloo", "[\"cuda:0\",\"cuda:0\"]"}};
+  if (dptrain::dist::nccl_available()) cases.push_back({"nccl", "[\"cuda:0\"]"});
+  for (const auto& [transport, devices] : cases) {
+    INFO(transport << " over " << devices);
+    const auto out = dir / ("ddp-" + transport);
+    const auto result =
+        run_dptrain("train " + data.args(2) +
+                    " --set parallel.backend=ddp --set parallel.dist_backend=" + transport +
+                    " --set parallel.devices='" + devices + "' --output " + out.string());
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    CHECK(max_relative_difference(load_parameters(out / "model.pt"),
+                                  load_parameters(single / "model.pt")) <= kTolerance);
+  }
 }

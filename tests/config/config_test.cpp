@@ -190,3 +190,14 @@ TEST_CASE("the resolved config written out reads back as the same experiment", "
   const std::string dumped = dptrain::config::to_json(c).dump();
   CHECK(dptrain::config::to_json(resolve(dumped)).dump() == dumped);
 }
+
+TEST_CASE("every experiment file in configs/ resolves", "[config]") {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DPTRAIN_SOURCE_DIR "/configs")) {
+    INFO(entry.path());
+    const Config c = dptrain::config::load_config(entry.path(), {}, {"lenet"});
+    CHECK_FALSE(c.name.empty());
+    ++files;
+  }
+  CHECK(files >= 4);
+}
