@@ -2,6 +2,7 @@
 // place that catches every error: it logs what went wrong and a hint, and picks the exit status.
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -81,6 +82,10 @@ int train_here(const cli::Command& command, const config::Config& config,
   const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
   core::init_logging(config.log.level, rank.rank);
   core::install_interrupt_handler();
+  // A peer that dies mid-collective must surface as Gloo's error naming the collective, not as
+  // a SIGPIPE killing this rank silently when Gloo writes to its socket (Python ignores SIGPIPE
+  // too, so PyTorch's users see the same).
+  std::signal(SIGPIPE, SIG_IGN);
   std::filesystem::path output;  // other ranks write nothing
   if (rank.rank == 0)
     output = train::make_run_dir(command.output_dir, config.name, command.overwrite);

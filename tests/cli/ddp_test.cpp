@@ -162,6 +162,7 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
   const int rank1 = pid_of_rank(run.stderr_text(), 1);
   ::kill(rank1, SIGKILL);
   const auto result = run.finish(60);
+  INFO(result.err);
   CHECK(result.status == 128 + SIGKILL);
   CHECK_THAT(result.err, Catch::Contains("ddp: rank 1 of 2 (pid " + std::to_string(rank1) +
                                          ") was killed by signal 9 (Killed); the other ranks "
@@ -186,6 +187,7 @@ TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, nami
   REQUIRE(rank0.wait_for_stderr("epoch 1 step 3/10", 60));
   rank1.signal(SIGKILL);
   const auto result = rank0.finish(25);
+  INFO(result.err);
   CHECK(result.status == 8);
   CHECK_THAT(result.err, Catch::Matches(R"((.|\n)*distributed error: rank 0: the all-reduce of )"
                                         R"([^\n]* failed: (.|\n)*)"));
