@@ -29,6 +29,16 @@ struct DdpData {
             "--set", "runtime.threads=1",
             "--set", "parallel.timeout_s=60"};
   }
+  // dptrain's command line: train, these settings, then `more` (--set pairs), --output `out`.
+  std::vector<std::string> command(int epochs, const std::vector<std::string>& more,
+                                   const std::filesystem::path& out) const {
+    std::vector<std::string> argv = {"train"};
+    for (const auto& a : sets(epochs)) argv.push_back(a);
+    argv.insert(argv.end(), more.begin(), more.end());
+    argv.push_back("--output");
+    argv.push_back(out.string());
+    return argv;
+  }
   std::string args(int epochs) const {
     std::string joined;
     for (const auto& a : sets(epochs)) joined += (joined.empty() ? "" : " ") + a;
@@ -65,6 +75,14 @@ std::filesystem::path train_single(const DdpData& data, const TempDir& dir) {
       run_dptrain("train " + data.args(2) + " --set parallel.devices=cpu --output " + out.string());
   REQUIRE(result.status == 0);
   return out;
+}
+
+// Two local CPU ranks started by dptrain, logging every step, for far longer than a test waits.
+std::vector<std::string> long_local_job(const DdpData& data, const std::filesystem::path& out) {
+  return data.command(1000,
+                      {"--set", "parallel.backend=ddp", "--set",
+                       "parallel.devices=[\"cpu\",\"cpu\"]", "--set", "log.every_steps=1"},
+                      out);
 }
 
 int pid_of_rank(const std::string& log, int rank) {
@@ -123,13 +141,8 @@ TEST_CASE("ddp over 2 ranks started as torchrun starts them gives single's param
   const auto single = train_single(data, dir);
   const auto out = dir / "ddp";
   const int port = free_port();
-  std::vector<std::string> args = {"train"};
-  for (const auto& a : data.sets(2)) args.push_back(a);
-  for (const auto& a :
-       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu", "--output"}) {
-    args.push_back(a);
-  }
-  args.push_back(out.string());
+  const auto args =
+      data.command(2, {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu"}, out);
   BackgroundRun rank1(args, torchrun_env(1, 2, port));
   BackgroundRun rank0(args, torchrun_env(0, 2, port));
   const auto r0 = rank0.finish(120);
@@ -148,15 +161,7 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
           "[cli][ddp]") {
   DdpData data;
   TempDir dir;
-  std::vector<std::string> args = {"train"};
-  for (const auto& a : data.sets(1000)) args.push_back(a);
-  for (const auto& a :
-       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]", "--set",
-        "log.every_steps=1", "--output"}) {
-    args.push_back(a);
-  }
-  args.push_back((dir / "out").string());
-  BackgroundRun run(args);
+  BackgroundRun run(long_local_job(data, dir / "out"));
   REQUIRE(run.wait_for_stderr("epoch 1 step 3/10", 60));
   const int rank0 = pid_of_rank(run.stderr_text(), 0);
   const int rank1 = pid_of_rank(run.stderr_text(), 1);
@@ -175,13 +180,10 @@ TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, nami
   DdpData data;
   TempDir dir;
   const int port = free_port();
-  std::vector<std::string> args = {"train"};
-  for (const auto& a : data.sets(1000)) args.push_back(a);
-  for (const auto& a : {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu", "--set",
-                        "parallel.timeout_s=20", "--set", "log.every_steps=1", "--output"}) {
-    args.push_back(a);
-  }
-  args.push_back((dir / "out").string());
+  const auto args = data.command(1000,
+                                 {"--set", "parallel.backend=ddp", "--set", "parallel.devices=cpu",
+                                  "--set", "parallel.timeout_s=20", "--set", "log.every_steps=1"},
+                                 dir / "out");
   BackgroundRun rank0(args, torchrun_env(0, 2, port));
   BackgroundRun rank1(args, torchrun_env(1, 2, port));
   REQUIRE(rank0.wait_for_stderr("epoch 1 step 3/10", 60));
@@ -242,15 +244,7 @@ TEST_CASE("bad launcher variables and a batch that does not split are clear erro
 TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][ddp]") {
   DdpData data;
   TempDir dir;
-  std::vector<std::string> args = {"train"};
-  for (const auto& a : data.sets(1000)) args.push_back(a);
-  for (const auto& a :
-       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]", "--set",
-        "log.every_steps=1", "--output"}) {
-    args.push_back(a);
-  }
-  args.push_back((dir / "out").string());
-  BackgroundRun run(args);
+  BackgroundRun run(long_local_job(data, dir / "out"));
   REQUIRE(run.wait_for_stderr("epoch 1 step 3/10", 60));
   run.signal(SIGINT);
   const auto result = run.finish(30);
