@@ -30,9 +30,6 @@ class DistributedDataParallel : public Backend {
   void all_reduce_sum(std::vector<double>& values) override;
   double communication_wait_seconds() const override { return reducer_->wait_seconds(); }
 
-  const GradReducer& reducer() const { return *reducer_; }
-  const dist::Communicator& communicator() const { return *comm_; }
-
  private:
   void broadcast_initial_state();
 
