@@ -30,6 +30,7 @@ nlohmann::json to_json(const Config& c) {
       {"parallel",
        {{"backend", c.parallel.backend},
         {"devices", c.parallel.devices},
+        {"output_device", c.parallel.output_device},
         {"dist_backend", c.parallel.dist_backend},
         {"bucket_mb", c.parallel.bucket_mb},
         {"timeout_s", c.parallel.timeout_s}}},

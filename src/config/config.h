@@ -40,17 +40,21 @@ struct TrainConfig {
 };
 
 struct ParallelConfig {
-  std::string backend = "single";  // single | ddp (dp: later)
-  // single: one device. ddp: one rank per entry ("auto" alone: every GPU, else the CPU); under a
-  // launcher a rank takes the entry of its local rank, or the only entry.
+  std::string backend = "single";  // single | dp | ddp
+  // single: one device. dp: one replica per entry, repeats allowed ("auto" alone: every GPU, else
+  // the CPU). ddp: one rank per entry (the same "auto"); under a launcher a rank takes the entry of
+  // its local rank, or the only entry.
   std::vector<std::string> devices = {"auto"};
+  std::string output_device;          // dp: where outputs are gathered; empty: the first device
   std::string dist_backend = "auto";  // ddp: auto (nccl on GPUs, gloo on CPUs) | nccl | gloo
   double bucket_mb = 25;              // ddp: gradient bucket size, as DDP's bucket_cap_mb
   double timeout_s = 600;             // ddp: how long a rank waits for the others
 };
 
 struct RuntimeConfig {
-  int64_t threads = 0;  // intra-op threads; 0: every core
+  // Intra-op threads of each compute thread (a process, a ddp rank, a dp replica); 0: the cores
+  // shared out between the ranks and CPU replicas on this machine.
+  int64_t threads = 0;
 };
 
 struct LogConfig {

@@ -9,7 +9,6 @@ std::string future_feature(const std::string& key_path) {
       {"early_stopping", "early stopping"},
       {"checkpoint", "checkpoints and resume"},
       {"data.val_split", "early stopping (validation split)"},
-      {"parallel.output_device", "the dp backend"},
       {"optimizer.grad_clip_norm", "mixed precision and gradient clipping"},
   };
   const auto it = kFuture.find(key_path);

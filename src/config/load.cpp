@@ -86,8 +86,8 @@ class Checker {
 };
 
 void check_devices(const Checker& check, const ParallelConfig& p) {
+  static const std::regex kDevice("auto|cpu|cuda(:[0-9]+)?");
   for (size_t i = 0; i < p.devices.size(); ++i) {
-    static const std::regex kDevice("auto|cpu|cuda(:[0-9]+)?");
     if (!std::regex_match(p.devices[i], kDevice)) {
       check.fail("parallel.devices",
                  "entry " + std::to_string(i) + " \"" + p.devices[i] + "\" is not a device",
@@ -107,7 +107,17 @@ void check_devices(const Checker& check, const ParallelConfig& p) {
   if (p.devices.size() > 1 &&
       std::find(p.devices.begin(), p.devices.end(), "auto") != p.devices.end()) {
     check.fail("parallel.devices", "\"auto\" stands for every GPU and must be the only entry",
-               "use [\"auto\"], or name each rank's device: [\"cuda:0\", \"cuda:1\"]");
+               "use [\"auto\"], or name each device: [\"cuda:0\", \"cuda:1\"]");
+  }
+  if (p.output_device.empty()) return;
+  if (p.backend != "dp") {
+    check.fail("parallel.output_device",
+               "applies to the dp backend only, not \"" + p.backend + "\"",
+               "remove it, or use parallel.backend \"dp\"");
+  }
+  if (p.output_device == "auto" || !std::regex_match(p.output_device, kDevice)) {
+    check.fail("parallel.output_device", "\"" + p.output_device + "\" is not a device",
+               "use \"cpu\", \"cuda\" or \"cuda:N\", or leave it empty for the first device");
   }
 }
 
@@ -141,6 +151,7 @@ Config from_tree(const json& j, const KeySources& sources,
   const json& p = j.at("parallel");
   c.parallel.backend = p.at("backend").get<std::string>();
   c.parallel.devices = p.at("devices").get<std::vector<std::string>>();
+  c.parallel.output_device = p.at("output_device").get<std::string>();
   c.parallel.dist_backend = p.at("dist_backend").get<std::string>();
   c.parallel.bucket_mb = p.at("bucket_mb").get<double>();
   c.parallel.timeout_s = p.at("timeout_s").get<double>();
@@ -172,11 +183,7 @@ Config from_tree(const json& j, const KeySources& sources,
   check.at_least("train.epochs", c.train.epochs, 1);
   check.at_least("train.limit_train_batches", c.train.limit_train_batches, 0);
   check.at_least("train.limit_eval_batches", c.train.limit_eval_batches, 0);
-  if (c.parallel.backend == "dp") {
-    check.fail("parallel.backend", "\"dp\" is not supported yet", "use \"single\" or \"ddp\"",
-               ErrorCode::kNotSupported);
-  }
-  check.one_of("parallel.backend", c.parallel.backend, {"single", "ddp"});
+  check.one_of("parallel.backend", c.parallel.backend, {"single", "dp", "ddp"});
   check_devices(check, c.parallel);
   check.one_of("parallel.dist_backend", c.parallel.dist_backend, {"auto", "nccl", "gloo"});
   if (!(c.parallel.bucket_mb > 0)) {

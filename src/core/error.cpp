@@ -1,11 +1,20 @@
 #include "core/error.h"
 
+#include <c10/util/Exception.h>
+
 #include <utility>
 
 namespace dptrain::core {
 
 Error::Error(ErrorCode code, const std::string& message, std::string hint)
     : std::runtime_error(message), code_(code), hint_(std::move(hint)) {}
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
 
 int exit_status(ErrorCode code) {
   switch (code) {

@@ -31,6 +31,9 @@ class Error : public std::runtime_error {
   std::string hint_;
 };
 
+// An exception's message without LibTorch's backtrace (c10::Error's what() carries one).
+std::string message_of(const std::exception& e);
+
 // Distinct exit statuses so that a batch script can tell a bad config from a failed run.
 int exit_status(ErrorCode code);
 const char* code_name(ErrorCode code);

@@ -1,27 +1,15 @@
 #include "data/device_copy.h"
 
 #include <c10/core/StreamGuard.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <thread>
 
+#include "core/streams.h"
+
 namespace dptrain::data {
-namespace {
-
-c10::Stream pool_stream(torch::Device device) {
-  TORCH_CHECK(device.is_cuda(), "DeviceCopier: ", device.str(), " is not a CUDA device");
-  return c10::impl::VirtualGuardImpl(device.type())
-      .getStreamFromGlobalPool(device, /*isHighPriority=*/false);
-}
-
-c10::Stream current_stream(torch::Device device) {
-  return c10::impl::VirtualGuardImpl(device.type()).getStream(device);
-}
-
-}  // namespace
 
 DeviceCopier::DeviceCopier(torch::Device device)
-    : device_(device), copy_stream_(pool_stream(device)), copied_(device.type()) {}
+    : device_(device), copy_stream_(core::pool_stream(device)), copied_(device.type()) {}
 
 void DeviceCopier::launch(StagedBatch host) {
   TORCH_CHECK(!in_flight_, "DeviceCopier: take() the previous batch first");
@@ -36,7 +24,7 @@ void DeviceCopier::launch(StagedBatch host) {
 
 Batch DeviceCopier::take() {
   TORCH_CHECK(in_flight_, "DeviceCopier: nothing launched");
-  const c10::Stream training = current_stream(device_);
+  const c10::Stream training = core::current_stream(device_);
   copied_.block(training);
   Batch batch = std::move(in_flight_->device);
   batch.images.record_stream(training);

@@ -1,6 +1,7 @@
 // The one interface the trainer sees. A backend owns the model's copies on its devices and knows
-// how a step's gradients come together: single has one copy; dp will scatter a batch over
-// replicas in one process; ddp will all-reduce across processes. World size 1 is just a case.
+// how a step's gradients come together: single has one copy; dp scatters a batch over replicas in
+// one process and sums their gradients; ddp all-reduces across processes. World size 1 is just a
+// case.
 #pragma once
 
 #include <torch/torch.h>

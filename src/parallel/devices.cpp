@@ -37,6 +37,21 @@ torch::Device resolve_device(const std::string& spec, const std::string& key) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+std::vector<torch::Device> resolve_device_list(const std::vector<std::string>& specs) {
+  std::vector<torch::Device> devices;
+  if (specs.size() == 1 && specs[0] == "auto") {
+    if (!torch::cuda::is_available()) return {torch::Device(torch::kCPU)};
+    for (size_t i = 0; i < torch::cuda::device_count(); ++i) {
+      devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+    }
+    return devices;
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    devices.push_back(resolve_device(specs[i], "parallel.devices[" + std::to_string(i) + "]"));
+  }
+  return devices;
+}
+
 int local_rank_count(const std::vector<std::string>& specs) {
   if (specs.size() == 1 && specs[0] == "auto") {
     return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 1;

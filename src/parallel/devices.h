@@ -12,6 +12,10 @@ namespace dptrain::parallel {
 // Throws a device error naming `key` when the device is not there.
 torch::Device resolve_device(const std::string& spec, const std::string& key);
 
+// dp's devices, one per entry (repeats allowed), or for "auto" alone every GPU (the CPU where there
+// is none). Throws a device error naming the entry that is not there.
+std::vector<torch::Device> resolve_device_list(const std::vector<std::string>& specs);
+
 // How many ranks ddp starts on this machine for `specs`: one per entry, or for "auto" alone one per
 // GPU (one CPU rank where there is no GPU).
 int local_rank_count(const std::vector<std::string>& specs);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
 #include "parallel/devices.h"
 #include "parallel/single.h"
@@ -53,13 +54,21 @@ std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
                           rank.launcher + " started " + std::to_string(rank.world_size),
                       "use parallel.backend \"ddp\" under a launcher, or start one process");
   }
+  if (config.backend == "dp") {
+    std::vector<torch::Device> devices = resolve_device_list(config.devices);
+    const torch::Device output =
+        config.output_device.empty()
+            ? devices[0]
+            : resolve_device(config.output_device, "parallel.output_device");
+    return std::make_unique<DataParallel>(std::move(model), std::move(devices), output);
+  }
   if (config.backend == "single") {
     const torch::Device device = resolve_device(config.devices.at(0), "parallel.devices[0]");
     return std::make_unique<SingleDevice>(std::move(model), device);
   }
-  throw core::Error(core::ErrorCode::kNotSupported,
-                    "parallel.backend: \"" + config.backend + "\" is not supported yet",
-                    "use \"single\" or \"ddp\"");
+  throw core::Error(core::ErrorCode::kConfig,
+                    "parallel.backend: unknown backend \"" + config.backend + "\"",
+                    "use \"single\", \"dp\" or \"ddp\"");
 }
 
 }  // namespace dptrain::parallel

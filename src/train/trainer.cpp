@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -40,12 +41,24 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-// 0 threads: the machine's cores, shared out between the ranks on it (as torchrun's
-// OMP_NUM_THREADS=1 default intends: ranks that each take every core slow each other down).
-void apply_runtime(const config::RuntimeConfig& runtime, const dist::RankInfo& rank) {
+// How many threads of this machine compute side by side: a thread per local ddp rank, and within
+// a process a thread per dp replica on the CPU.
+int cpu_compute_threads(const config::ParallelConfig& parallel, const dist::RankInfo& rank) {
+  int per_process = 1;
+  if (parallel.backend == "dp") {
+    per_process = static_cast<int>(
+        std::count(parallel.devices.begin(), parallel.devices.end(), std::string("cpu")));
+  }
+  return std::max(1, rank.local_world_size) * std::max(1, per_process);
+}
+
+// 0 threads: the machine's cores, shared out between the threads that compute at once (as
+// torchrun's OMP_NUM_THREADS=1 default intends: ranks that each take every core slow each other).
+void apply_runtime(const config::Config& config, const dist::RankInfo& rank) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  const int threads = runtime.threads > 0 ? static_cast<int>(runtime.threads)
-                                          : cores / std::max(1, rank.local_world_size);
+  const int threads = config.runtime.threads > 0
+                          ? static_cast<int>(config.runtime.threads)
+                          : cores / cpu_compute_threads(config.parallel, rank);
   torch::set_num_threads(std::max(1, threads));
 }
 
@@ -196,7 +209,7 @@ void save_parameters(parallel::Backend& backend, const std::filesystem::path& pa
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
                   std::ostream& console, const dist::RankInfo& rank) {
-  apply_runtime(config.runtime, rank);
+  apply_runtime(config, rank);
   Session s = build_session(config, rank);
   const bool writer = s.backend->rank() == 0;
   if (writer) {

@@ -90,8 +90,8 @@ TEST_CASE("an unknown option or missing file is a usage error with status 2", "[
   CHECK_THAT(bare.err, Catch::Contains("A subcommand is required"));
 }
 
-TEST_CASE("asking for a backend that has not landed exits 7, not supported yet", "[cli]") {
-  const auto result = run_dptrain("train --set parallel.backend=dp");
+TEST_CASE("asking for a feature that has not landed exits 7, not supported yet", "[cli]") {
+  const auto result = run_dptrain("train --set precision=bf16");
   CHECK(result.status == 7);
   CHECK_THAT(result.err, Catch::Contains("not supported yet"));
 }

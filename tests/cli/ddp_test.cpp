@@ -5,12 +5,12 @@
 
 #include <csignal>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/fs.h"
 #include "dist/communicator.h"
 #include "support/fixtures.h"
+#include "support/runs.h"
 
 using namespace dptrain::testing;
 
@@ -45,28 +45,6 @@ struct DdpData {
     return joined;
   }
 };
-
-std::vector<torch::Tensor> load_parameters(const std::filesystem::path& path) {
-  std::vector<torch::Tensor> params;
-  torch::load(params, path.string());
-  return params;
-}
-
-nlohmann::json summary_of(const std::filesystem::path& run) {
-  return nlohmann::json::parse(dptrain::core::read_text_file(run / "summary.json"));
-}
-
-double max_relative_difference(const std::vector<torch::Tensor>& a,
-                               const std::vector<torch::Tensor>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(a[i].sizes() == b[i].sizes());
-    const double scale = b[i].abs().max().item<double>();
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
 
 // The single-device run that ddp must reproduce.
 std::filesystem::path train_single(const DdpData& data, const TempDir& dir) {

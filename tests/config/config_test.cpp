@@ -107,8 +107,6 @@ TEST_CASE("an out-of-range value is an error naming where it came from", "[confi
 }
 
 TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
-  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp"}})"); }, ErrorCode::kNotSupported) ==
-        "exp.json: parallel.backend: \"dp\" is not supported yet");
   CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
         "exp.json: precision: \"bf16\" is not supported yet");
   CHECK_THAT(
@@ -147,6 +145,29 @@ TEST_CASE("ddp's keys are checked: devices, transport, bucket size, timeout", "[
   CHECK(error_of([] { resolve(R"({"parallel": {"devices": ["cpu", "cpu"]}})"); },
                  ErrorCode::kConfig) ==
         "exp.json: parallel.devices: the single backend trains on exactly one device, got 2");
+}
+
+TEST_CASE("dp's keys are checked: repeated devices, the output device", "[config]") {
+  const Config c = resolve(R"({"parallel": {"backend": "dp", "devices": ["cpu", "cpu", "cpu"],
+                                            "output_device": "cpu"}})");
+  CHECK(c.parallel.backend == "dp");
+  CHECK(c.parallel.devices == std::vector<std::string>{"cpu", "cpu", "cpu"});
+  CHECK(c.parallel.output_device == "cpu");
+  CHECK(resolve(R"({"parallel": {"backend": "dp"}})").parallel.output_device.empty());
+  CHECK(error_of([] { resolve("{}", {"parallel.output_device=cpu"}); }, ErrorCode::kConfig) ==
+        "--set parallel.output_device=cpu: parallel.output_device: applies to the dp backend "
+        "only, not \"single\"");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp", "output_device": "gpu"}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: parallel.output_device: \"gpu\" is not a device");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp", "output_device": "auto"}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: parallel.output_device: \"auto\" is not a device");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp", "output_device": 0}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: parallel.output_device: expected a string, got an integer 0");
+  CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp", "devices": []}})"); },
+                 ErrorCode::kConfig) == "exp.json: parallel.devices: is empty");
 }
 
 TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[config]") {

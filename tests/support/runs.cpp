@@ -1,0 +1,31 @@
+#include "support/runs.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/fs.h"
+
+namespace dptrain::testing {
+
+std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt) {
+  std::vector<torch::Tensor> params;
+  torch::load(params, model_pt.string());
+  return params;
+}
+
+nlohmann::json summary_of(const std::filesystem::path& run_dir) {
+  return nlohmann::json::parse(core::read_text_file(run_dir / "summary.json"));
+}
+
+double max_relative_difference(const std::vector<torch::Tensor>& a,
+                               const std::vector<torch::Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].sizes() == b[i].sizes());
+    const double scale = b[i].abs().max().item<double>();
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+}  // namespace dptrain::testing
