@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "config/load.h"
 #include "core/error.h"
+#include "core/heap.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/torch_info.h"
@@ -124,6 +125,7 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  core::keep_freed_memory_for_reuse();
   const cli::ParseResult parsed = cli::parse_command_line(argc, argv);
   if (!parsed.command) return parsed.exit_status;
   try {
