@@ -8,28 +8,6 @@
 namespace dptrain::parallel {
 namespace {
 
-// Makes `tensors` views of one new flat tensor holding their values, and returns that tensor: a
-// whole model then moves between devices in one copy, and its gradients add up in one kernel.
-torch::Tensor rebase_onto_flat(const std::vector<torch::Tensor>& tensors) {
-  torch::NoGradGuard no_grad;
-  int64_t total = 0;
-  for (const auto& t : tensors) {
-    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
-                "dp: the model mixes parameter dtypes (", t.scalar_type(), " and ",
-                tensors[0].scalar_type(), "); dp needs one");
-    total += t.numel();
-  }
-  torch::Tensor flat = torch::empty({total}, tensors.at(0).options().requires_grad(false));
-  int64_t offset = 0;
-  for (auto t : tensors) {
-    torch::Tensor view = flat.narrow(0, offset, t.numel()).view(t.sizes());
-    view.copy_(t);
-    t.set_data(view);
-    offset += t.numel();
-  }
-  return flat;
-}
-
 std::vector<torch::Tensor> views_like(const torch::Tensor& flat,
                                       const std::vector<torch::Tensor>& like) {
   std::vector<torch::Tensor> views;
@@ -39,6 +17,30 @@ std::vector<torch::Tensor> views_like(const torch::Tensor& flat,
     offset += t.numel();
   }
   return views;
+}
+
+// Makes `tensors` views of one new flat tensor holding their values, and returns that tensor: a
+// whole model then moves between devices in one copy, and its gradients add up in one kernel.
+torch::Tensor rebase_onto_flat(const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (const auto& t : tensors) {
+    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
+                "dp: the model mixes parameter dtypes (", t.scalar_type(), " and ",
+                tensors[0].scalar_type(), "); dp needs one");
+    parts.push_back(t.detach().reshape({-1}));
+  }
+  const torch::Tensor flat = torch::cat(parts);
+  const std::vector<torch::Tensor> views = views_like(flat, tensors);
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].set_data(views[i]);
+  return flat;
+}
+
+// Where each chunk of chunk_sizes() starts.
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> offsets(sizes.size(), 0);
+  for (size_t i = 1; i < sizes.size(); ++i) offsets[i] = offsets[i - 1] + sizes[i - 1];
+  return offsets;
 }
 
 }  // namespace
@@ -146,8 +148,7 @@ torch::Tensor DataParallel::forward(const torch::Tensor& input) {
   const bool for_backward = training_ && torch::GradMode::is_enabled();
   pending_.reset();
   const std::vector<int64_t> sizes = chunk_sizes(input.size(0), replicas_.size());
-  std::vector<int64_t> offsets(sizes.size(), 0);
-  for (size_t i = 1; i < sizes.size(); ++i) offsets[i] = offsets[i - 1] + sizes[i - 1];
+  const std::vector<int64_t> offsets = offsets_of(sizes);
 
   std::vector<torch::Tensor> outputs(sizes.size());
   run_replicas(sizes.size(), "forward", [&](Replica& r) {
@@ -181,12 +182,7 @@ void DataParallel::synchronize_gradients() {
                       "dp: backward did not reach the gathered outputs of forward()",
                       "take the loss from forward()'s result and call backward on it");
   }
-  int64_t offset = 0;
-  std::vector<int64_t> offsets;
-  for (const int64_t size : pending.sizes) {
-    offsets.push_back(offset);
-    offset += size;
-  }
+  const std::vector<int64_t> offsets = offsets_of(pending.sizes);
   run_replicas(pending.sizes.size(), "backward", [&](Replica& r) {
     const torch::Tensor chunk_grad = grad.narrow(0, offsets[r.index], pending.sizes[r.index])
                                          .to(r.device, /*non_blocking=*/true);
