@@ -19,6 +19,7 @@ struct DataConfig {
   int64_t num_workers = 0;         // host placement: assembling threads; 0: the training thread
   int64_t prefetch_batches = 0;    // host placement: batches ready ahead; 0: 2 per worker
   bool pin_memory = false;         // host placement to a GPU: pinned buffers, async copies
+  double val_split = 0;            // training set share held out for validation, by the seed
 };
 
 struct ModelConfig {
@@ -51,6 +52,16 @@ struct ParallelConfig {
   double timeout_s = 600;             // ddp: how long a rank waits for the others
 };
 
+struct EarlyStoppingConfig {
+  bool enabled = false;
+  std::string monitor = "val_loss";  // val_loss | val_acc | test_loss | test_acc | train_loss
+  std::string mode = "auto";         // min | max | auto (max for *_acc, min for *_loss)
+  int64_t patience = 3;              // evaluations without improvement before stopping
+  double min_delta = 0;              // an improvement must beat the best by more than this
+  bool restore_best = true;          // end with the best epoch's weights, and test those
+  bool stop_on_non_finite = true;    // stop at once when the monitored value is nan or inf
+};
+
 struct RuntimeConfig {
   // Intra-op threads of each compute thread (a process, a ddp rank, a dp replica); 0: the cores
   // shared out between the ranks and CPU replicas on this machine.
@@ -70,6 +81,7 @@ struct Config {
   OptimizerConfig optimizer;
   TrainConfig train;
   ParallelConfig parallel;
+  EarlyStoppingConfig early_stopping;
   std::string precision = "fp32";  // fp32 (fp16 and bf16: later)
   RuntimeConfig runtime;
   LogConfig log;

@@ -6,9 +6,7 @@ namespace dptrain::config {
 
 std::string future_feature(const std::string& key_path) {
   static const std::map<std::string, std::string> kFuture = {
-      {"early_stopping", "early stopping"},
       {"checkpoint", "checkpoints and resume"},
-      {"data.val_split", "early stopping (validation split)"},
       {"optimizer.grad_clip_norm", "mixed precision and gradient clipping"},
   };
   const auto it = kFuture.find(key_path);

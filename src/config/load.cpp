@@ -59,6 +59,9 @@ class Checker {
     throw Error(code, source + ": " + key + ": " + what, hint);
   }
 
+  // Whether a file or an override set `key` (else it has its default).
+  bool given(const std::string& key) const { return sources_.count(key) > 0; }
+
   void at_least(const std::string& key, int64_t value, int64_t min) const {
     if (value < min) {
       fail(key, "must be at least " + std::to_string(min) + ", got " + std::to_string(value),
@@ -121,6 +124,24 @@ void check_devices(const Checker& check, const ParallelConfig& p) {
   }
 }
 
+void check_early_stopping(const Checker& check, const EarlyStoppingConfig& e, double val_split) {
+  check.one_of("early_stopping.monitor", e.monitor,
+               {"val_loss", "val_acc", "test_loss", "test_acc", "train_loss"});
+  check.one_of("early_stopping.mode", e.mode, {"auto", "min", "max"});
+  check.at_least("early_stopping.patience", e.patience, 1);
+  if (!(e.min_delta >= 0)) {
+    check.fail("early_stopping.min_delta", "must be >= 0", "0 counts any improvement");
+  }
+  if (e.enabled && e.monitor.rfind("val_", 0) == 0 && val_split == 0) {
+    // Named after whichever of the two keys the user wrote.
+    check.fail(
+        check.given("early_stopping.monitor") ? "early_stopping.monitor" : "early_stopping.enabled",
+        "monitoring \"" + e.monitor + "\" needs a validation set, but data.val_split is 0",
+        "hold some training data out with data.val_split (such as 0.1), or monitor "
+        "test_loss, test_acc or train_loss");
+  }
+}
+
 Config from_tree(const json& j, const KeySources& sources,
                  const std::vector<std::string>& model_names) {
   const Checker check(sources);
@@ -136,6 +157,7 @@ Config from_tree(const json& j, const KeySources& sources,
   c.data.num_workers = d.at("num_workers").get<int64_t>();
   c.data.prefetch_batches = d.at("prefetch_batches").get<int64_t>();
   c.data.pin_memory = d.at("pin_memory").get<bool>();
+  c.data.val_split = d.at("val_split").get<double>();
   const json& m = j.at("model");
   c.model.name = m.at("name").get<std::string>();
   c.model.init_std = m.at("init_std").get<double>();
@@ -155,6 +177,14 @@ Config from_tree(const json& j, const KeySources& sources,
   c.parallel.dist_backend = p.at("dist_backend").get<std::string>();
   c.parallel.bucket_mb = p.at("bucket_mb").get<double>();
   c.parallel.timeout_s = p.at("timeout_s").get<double>();
+  const json& e = j.at("early_stopping");
+  c.early_stopping.enabled = e.at("enabled").get<bool>();
+  c.early_stopping.monitor = e.at("monitor").get<std::string>();
+  c.early_stopping.mode = e.at("mode").get<std::string>();
+  c.early_stopping.patience = e.at("patience").get<int64_t>();
+  c.early_stopping.min_delta = e.at("min_delta").get<double>();
+  c.early_stopping.restore_best = e.at("restore_best").get<bool>();
+  c.early_stopping.stop_on_non_finite = e.at("stop_on_non_finite").get<bool>();
   c.precision = j.at("precision").get<std::string>();
   c.runtime.threads = j.at("runtime").at("threads").get<int64_t>();
   c.log.level = j.at("log").at("level").get<std::string>();
@@ -170,6 +200,10 @@ Config from_tree(const json& j, const KeySources& sources,
   check.at_most("data.num_workers", c.data.num_workers, kMaxWorkers);
   check.at_least("data.prefetch_batches", c.data.prefetch_batches, 0);
   check.at_most("data.prefetch_batches", c.data.prefetch_batches, kMaxPrefetch);
+  if (!(c.data.val_split >= 0 && c.data.val_split < 1)) {
+    check.fail("data.val_split", "must be in [0, 1)",
+               "0 holds nothing out; 0.1 holds out a tenth of the training set for validation");
+  }
   check.one_of("model.name", c.model.name, model_names);
   if (!(c.model.init_std > 0)) check.fail("model.init_std", "must be > 0", "d2l uses 0.01");
   check.one_of("optimizer.name", c.optimizer.name, {"sgd"});
@@ -192,6 +226,7 @@ Config from_tree(const json& j, const KeySources& sources,
   if (!(c.parallel.timeout_s > 0)) {
     check.fail("parallel.timeout_s", "must be > 0", "the default is 600 (seconds)");
   }
+  check_early_stopping(check, c.early_stopping, c.data.val_split);
   if (c.precision == "fp16" || c.precision == "bf16") {
     check.fail("precision", "\"" + c.precision + "\" is not supported yet", "use \"fp32\" for now",
                ErrorCode::kNotSupported);

@@ -32,7 +32,7 @@ const std::array<float, 256>& unit_scale_table() {
 }  // namespace
 
 ImageDataset::ImageDataset(torch::Tensor images, torch::Tensor labels, int64_t num_classes)
-    : images_(std::move(images)), labels_(std::move(labels)) {
+    : images_(std::move(images)), labels_(std::move(labels)), num_classes_(num_classes) {
   TORCH_CHECK(
       images_.dim() == 3 && images_.scalar_type() == torch::kUInt8 && images_.is_contiguous(),
       "ImageDataset: images must be contiguous uint8 [N, H, W]");
@@ -45,6 +45,12 @@ ImageDataset::ImageDataset(torch::Tensor images, torch::Tensor labels, int64_t n
                     std::to_string(num_classes) + " classes",
                 "the label file does not belong to this data set");
   }
+}
+
+ImageDataset ImageDataset::subset(const std::vector<int64_t>& indices) const {
+  const torch::Tensor rows = torch::tensor(indices, torch::kInt64);
+  return ImageDataset(images_.index_select(0, rows).contiguous(), labels_.index_select(0, rows),
+                      num_classes_);
 }
 
 ImageDataset ImageDataset::from_idx_files(const std::filesystem::path& images_file,

@@ -17,6 +17,9 @@ class ImageDataset : public Dataset {
   static ImageDataset from_idx_files(const std::filesystem::path& images_file,
                                      const std::filesystem::path& labels_file, int64_t num_classes);
 
+  // A data set of these samples (rows, in this order), copied out of this one.
+  ImageDataset subset(const std::vector<int64_t>& indices) const;
+
   int64_t size() const override { return images_.size(0); }
   std::vector<int64_t> sample_shape() const override;
   void fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
@@ -27,6 +30,7 @@ class ImageDataset : public Dataset {
  private:
   torch::Tensor images_;
   torch::Tensor labels_;
+  int64_t num_classes_;
 };
 
 }  // namespace dptrain::data

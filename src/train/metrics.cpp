@@ -7,17 +7,22 @@
 namespace dptrain::train {
 
 nlohmann::json to_json(const EpochMetrics& m) {
-  return {{"epoch", m.epoch},
-          {"train_loss", m.train_loss},
-          {"train_acc", m.train_acc},
-          {"test_loss", m.test_loss},
-          {"test_acc", m.test_acc},
-          {"train_sec", m.train_sec},
-          {"eval_sec", m.eval_sec},
-          {"comm_wait_sec", m.comm_wait_sec},
-          {"train_samples", m.train_samples},
-          {"steps", m.steps},
-          {"samples_per_sec", m.samples_per_sec()}};
+  nlohmann::json j = {{"epoch", m.epoch},
+                      {"train_loss", m.train_loss},
+                      {"train_acc", m.train_acc},
+                      {"test_loss", m.test_loss},
+                      {"test_acc", m.test_acc},
+                      {"train_sec", m.train_sec},
+                      {"eval_sec", m.eval_sec},
+                      {"comm_wait_sec", m.comm_wait_sec},
+                      {"train_samples", m.train_samples},
+                      {"steps", m.steps},
+                      {"samples_per_sec", m.samples_per_sec()}};
+  if (m.has_val) {
+    j["val_loss"] = m.val_loss;
+    j["val_acc"] = m.val_acc;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const RunSummary& s) {
@@ -33,7 +38,11 @@ nlohmann::json to_json(const RunSummary& s) {
           {"devices", s.devices},
           {"world_size", s.world_size},
           {"precision", s.precision},
-          {"libtorch_version", s.libtorch_version}};
+          {"libtorch_version", s.libtorch_version},
+          {"stopped_early", s.stopped_early},
+          {"stop_reason", s.stop_reason},
+          {"best_epoch", s.best_epoch > 0 ? nlohmann::json(s.best_epoch) : nlohmann::json()},
+          {"best_value", s.best_epoch > 0 ? nlohmann::json(s.best_value) : nlohmann::json()}};
 }
 
 RunSummary summarize(const std::vector<EpochMetrics>& epochs) {

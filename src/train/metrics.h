@@ -17,6 +17,9 @@ struct EpochMetrics {
   double train_acc = 0;
   double test_loss = 0;
   double test_acc = 0;
+  bool has_val = false;  // data.val_split > 0: the held-out figures below are set
+  double val_loss = 0;
+  double val_acc = 0;
   double train_sec = 0;  // the training pass alone, as d2l's timer measures it
   double eval_sec = 0;
   double comm_wait_sec = 0;  // ddp: waiting for gradient all-reduces that backward did not hide
@@ -39,6 +42,11 @@ struct RunSummary {
   int world_size = 1;
   std::string precision;
   std::string libtorch_version;
+  // Early stopping (best_epoch 0: not enabled, or nothing finite seen).
+  bool stopped_early = false;
+  std::string stop_reason;
+  int64_t best_epoch = 0;
+  double best_value = 0;
 };
 
 nlohmann::json to_json(const EpochMetrics& m);

@@ -21,13 +21,17 @@ std::string three_significant(double x) {
 }
 
 std::string format_epoch_line(const EpochMetrics& m, int64_t epochs) {
-  char buffer[256];
-  std::snprintf(buffer, sizeof buffer,
-                "epoch %lld/%lld  train loss %.4f  train acc %.4f  test loss %.4f  test acc %.4f  "
-                "train %ss  eval %ss  %.0f samples/s",
-                static_cast<long long>(m.epoch), static_cast<long long>(epochs), m.train_loss,
-                m.train_acc, m.test_loss, m.test_acc, three_significant(m.train_sec).c_str(),
-                three_significant(m.eval_sec).c_str(), m.samples_per_sec());
+  char val[64] = "";
+  if (m.has_val)
+    std::snprintf(val, sizeof val, "  val loss %.4f  val acc %.4f", m.val_loss, m.val_acc);
+  char buffer[320];
+  std::snprintf(
+      buffer, sizeof buffer,
+      "epoch %lld/%lld  train loss %.4f  train acc %.4f%s  test loss %.4f  test acc %.4f  "
+      "train %ss  eval %ss  %.0f samples/s",
+      static_cast<long long>(m.epoch), static_cast<long long>(epochs), m.train_loss, m.train_acc,
+      val, m.test_loss, m.test_acc, three_significant(m.train_sec).c_str(),
+      three_significant(m.eval_sec).c_str(), m.samples_per_sec());
   return buffer;
 }
 

@@ -14,10 +14,12 @@
 #include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
+#include "data/holdout.h"
 #include "data/locate.h"
 #include "model/registry.h"
 #include "parallel/devices.h"
 #include "parallel/factory.h"
+#include "train/early_stopping.h"
 #include "train/evaluate.h"
 #include "train/report.h"
 
@@ -74,6 +76,7 @@ struct Session {
   std::unique_ptr<parallel::Backend> backend;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<data::Loader> train_loader;
+  std::unique_ptr<data::Loader> val_loader;  // only with data.val_split > 0
   std::unique_ptr<data::Loader> test_loader;
 };
 
@@ -117,7 +120,15 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
 
   const std::filesystem::path data_dir =
       data::locate_data_dir(config.data.dir, config.data.dataset);
-  const data::Splits splits = data::load_splits(data_dir);
+  data::Splits splits = data::load_splits(data_dir);
+  std::shared_ptr<const data::ImageDataset> val;
+  if (config.data.val_split > 0) {
+    data::HeldOut held = data::hold_out(*splits.train, config.data.val_split, config.seed);
+    splits.train = held.train;
+    val = held.val;
+    spdlog::info("data: {} training samples, {} held out for validation", splits.train->size(),
+                 val->size());
+  }
   const data::Placement placement = data::resolve_placement(config.data.placement, device);
   spdlog::info("data: {} from {}, placed on the {}{}", config.data.dataset, data_dir.string(),
                data::placement_name(placement),
@@ -141,9 +152,13 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   data::LoaderOptions test_options = train_options;
   test_options.drop_last = false;
   test_options.limit_batches = config.train.limit_eval_batches;
-  s.test_loader = data::make_loader(
-      splits.test, std::make_shared<data::ShardSampler>(splits.test->size(), world, me),
-      test_options, device);
+  // Evaluation shards every set over the ranks; their counts are summed.
+  auto eval_loader = [&](const std::shared_ptr<const data::ImageDataset>& split) {
+    return data::make_loader(split, std::make_shared<data::ShardSampler>(split->size(), world, me),
+                             test_options, device);
+  };
+  if (val) s.val_loader = eval_loader(val);
+  s.test_loader = eval_loader(splits.test);
   return s;
 }
 
@@ -196,6 +211,21 @@ EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
   return m;
 }
 
+// The validation (when held out) and test figures of the parameters as they are now.
+void evaluate_epoch(Session& s, EpochMetrics& m) {
+  core::Stopwatch timer;
+  if (s.val_loader) {
+    const EvalResult val = evaluate(*s.backend, *s.val_loader);
+    m.has_val = true;
+    m.val_loss = val.loss;
+    m.val_acc = val.accuracy;
+  }
+  const EvalResult test = evaluate(*s.backend, *s.test_loader);
+  m.test_loss = test.loss;
+  m.test_acc = test.accuracy;
+  m.eval_sec = timer.seconds();
+}
+
 // The final parameters, as torch::save writes a list of tensors (torch::load reads them back).
 void save_parameters(parallel::Backend& backend, const std::filesystem::path& path) {
   std::vector<torch::Tensor> params;
@@ -223,21 +253,22 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
   std::optional<MetricsFile> metrics_file;
   if (writer) metrics_file.emplace(output_dir / "metrics.jsonl");
   TrainResult result;
+  EarlyStopWatch watcher(config.early_stopping);
   for (int64_t epoch = 0; epoch < config.train.epochs; ++epoch) {
     EpochMetrics m = train_epoch(s, epoch, config.log.every_steps);
-    core::Stopwatch eval_timer;
-    const EvalResult eval = evaluate(*s.backend, *s.test_loader);
-    m.eval_sec = eval_timer.seconds();
-    m.test_loss = eval.loss;
-    m.test_acc = eval.accuracy;
+    evaluate_epoch(s, m);
     result.epochs.push_back(m);
     if (writer) {
       console << format_epoch_line(m, config.train.epochs) << std::endl;
       metrics_file->append(m);
     }
+    if (watcher.should_stop(*s.backend, m)) break;
   }
 
   result.summary = summarize(result.epochs);
+  for (const auto& line : watcher.finish(*s.backend, result.epochs, result.summary)) {
+    if (writer) console << line << std::endl;
+  }
   result.summary.backend = s.backend->name();
   for (const auto& d : s.backend->devices()) result.summary.devices.push_back(d.str());
   result.summary.world_size = s.backend->world_size();

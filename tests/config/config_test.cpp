@@ -109,14 +109,8 @@ TEST_CASE("an out-of-range value is an error naming where it came from", "[confi
 TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
   CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
         "exp.json: precision: \"bf16\" is not supported yet");
-  CHECK_THAT(
-      error_of([] { resolve(R"({"early_stopping": {"patience": 3}})"); }, ErrorCode::kNotSupported),
-      Catch::StartsWith("exp.json: early_stopping: early stopping is not supported yet"));
   CHECK_THAT(error_of([] { resolve("{}", {"checkpoint.dir=x"}); }, ErrorCode::kNotSupported),
              Catch::StartsWith("--set checkpoint.dir=x: checkpoint: checkpoints and resume"));
-  CHECK_THAT(error_of([] { resolve("{}", {"data.val_split=0.1"}); }, ErrorCode::kNotSupported),
-             Catch::StartsWith("--set data.val_split=0.1: data.val_split: early stopping "
-                               "(validation split) is not supported yet"));
 }
 
 TEST_CASE("ddp's keys are checked: devices, transport, bucket size, timeout", "[config]") {
@@ -168,6 +162,40 @@ TEST_CASE("dp's keys are checked: repeated devices, the output device", "[config
         "exp.json: parallel.output_device: expected a string, got an integer 0");
   CHECK(error_of([] { resolve(R"({"parallel": {"backend": "dp", "devices": []}})"); },
                  ErrorCode::kConfig) == "exp.json: parallel.devices: is empty");
+}
+
+TEST_CASE("early stopping's keys are checked, and a val_* monitor needs a validation set",
+          "[config]") {
+  const Config defaults = resolve("{}");
+  CHECK_FALSE(defaults.early_stopping.enabled);
+  CHECK(defaults.early_stopping.monitor == "val_loss");
+  CHECK(defaults.early_stopping.mode == "auto");
+  CHECK(defaults.early_stopping.patience == 3);
+  CHECK(defaults.early_stopping.restore_best);
+  CHECK(defaults.early_stopping.stop_on_non_finite);
+  CHECK(defaults.data.val_split == 0);
+  const Config c = resolve(R"({"data": {"val_split": 0.1},
+                              "early_stopping": {"enabled": true, "monitor": "val_acc",
+                                                 "mode": "max", "patience": 5,
+                                                 "min_delta": 0.001}})");
+  CHECK(c.data.val_split == 0.1);
+  CHECK(c.early_stopping.monitor == "val_acc");
+  CHECK(c.early_stopping.patience == 5);
+  CHECK(error_of([] { resolve("{}", {"early_stopping.enabled=true"}); }, ErrorCode::kConfig) ==
+        "--set early_stopping.enabled=true: early_stopping.enabled: monitoring \"val_loss\" "
+        "needs a validation set, but data.val_split is 0");
+  CHECK(error_of([] { resolve(R"({"early_stopping": {"enabled": true, "monitor": "val_acc"}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: early_stopping.monitor: monitoring \"val_acc\" needs a validation set, but "
+        "data.val_split is 0");
+  CHECK(error_of([] { resolve("{}", {"early_stopping.monitor=loss"}); }, ErrorCode::kConfig) ==
+        "--set early_stopping.monitor=loss: early_stopping.monitor: unknown value \"loss\"");
+  CHECK(error_of([] { resolve("{}", {"early_stopping.patience=0"}); }, ErrorCode::kConfig) ==
+        "--set early_stopping.patience=0: early_stopping.patience: must be at least 1, got 0");
+  CHECK(error_of([] { resolve("{}", {"early_stopping.min_delta=-1"}); }, ErrorCode::kConfig) ==
+        "--set early_stopping.min_delta=-1: early_stopping.min_delta: must be >= 0");
+  CHECK(error_of([] { resolve("{}", {"data.val_split=1"}); }, ErrorCode::kConfig) ==
+        "--set data.val_split=1: data.val_split: must be in [0, 1)");
 }
 
 TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[config]") {

@@ -1,0 +1,135 @@
+#include "train/early_stopping.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace dptrain::train {
+namespace {
+
+std::vector<torch::Tensor> host_copies(parallel::Backend& backend) {
+  std::vector<torch::Tensor> copies;
+  for (const auto& p : backend.parameters()) {
+    copies.push_back(p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
+  }
+  return copies;
+}
+
+void restore(parallel::Backend& backend, const std::vector<torch::Tensor>& copies) {
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> params = backend.parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(copies[i]);
+}
+
+std::string figure(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.4f", value);
+  return buffer;
+}
+
+}  // namespace
+
+EarlyStopping::EarlyStopping(const config::EarlyStoppingConfig& config)
+    : config_(config),
+      maximize_(config.mode == "max" ||
+                (config.mode == "auto" && config.monitor.size() > 4 &&
+                 config.monitor.compare(config.monitor.size() - 4, 4, "_acc") == 0)) {}
+
+double EarlyStopping::watched(const EpochMetrics& m) const {
+  const std::string& name = config_.monitor;
+  if (name == "train_loss") return m.train_loss;
+  if (name == "test_loss") return m.test_loss;
+  if (name == "test_acc") return m.test_acc;
+  if (name == "val_loss" || name == "val_acc") {
+    if (!m.has_val) {
+      throw core::Error(
+          core::ErrorCode::kConfig,
+          "early_stopping.monitor: \"" + name + "\" but this run has no validation set",
+          "set data.val_split, such as 0.1");
+    }
+    return name == "val_loss" ? m.val_loss : m.val_acc;
+  }
+  throw core::Error(core::ErrorCode::kConfig,
+                    "early_stopping.monitor: unknown figure \"" + name + "\"",
+                    "use val_loss, val_acc, test_loss, test_acc or train_loss");
+}
+
+bool EarlyStopping::better(double value) const {
+  if (best_epoch_ == 0) return true;
+  return maximize_ ? value > best_ + config_.min_delta : value < best_ - config_.min_delta;
+}
+
+StopVerdict EarlyStopping::update(int64_t epoch, double value) {
+  StopVerdict v;
+  if (!std::isfinite(value)) {
+    if (config_.stop_on_non_finite) {
+      v.stop = true;
+      v.reason = config_.monitor + " is " + (std::isnan(value) ? "nan" : "inf") + " at epoch " +
+                 std::to_string(epoch);
+      return v;
+    }
+  } else if (better(value)) {
+    best_ = value;
+    best_epoch_ = epoch;
+    without_improvement_ = 0;
+    v.improved = true;
+    return v;
+  }
+  ++without_improvement_;
+  if (without_improvement_ >= config_.patience) {
+    v.stop = true;
+    v.reason = config_.monitor + " did not improve on " +
+               (best_epoch_ > 0 ? figure(best_) + " (epoch " + std::to_string(best_epoch_) + ")"
+                                : std::string("a finite value")) +
+               " for " + std::to_string(without_improvement_) + " evaluation" +
+               (without_improvement_ > 1 ? "s" : "");
+  }
+  return v;
+}
+
+EarlyStopWatch::EarlyStopWatch(const config::EarlyStoppingConfig& config)
+    : restore_best_(config.restore_best) {
+  if (config.enabled) stopper_.emplace(config);
+}
+
+bool EarlyStopWatch::should_stop(parallel::Backend& backend, const EpochMetrics& m) {
+  if (!stopper_) return false;
+  const StopVerdict verdict = stopper_->update(m.epoch, stopper_->watched(m));
+  if (verdict.improved && restore_best_) best_weights_ = host_copies(backend);
+  std::vector<double> votes = {verdict.stop ? 1.0 : 0.0};
+  backend.all_reduce_sum(votes);
+  if (votes[0] == 0) return false;
+  reason_ = verdict.stop ? verdict.reason : "another rank stopped";
+  return true;
+}
+
+std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
+                                                const std::vector<EpochMetrics>& epochs,
+                                                RunSummary& summary) {
+  std::vector<std::string> lines;
+  if (!stopper_ || epochs.empty()) return lines;
+  summary.stopped_early = !reason_.empty();
+  summary.stop_reason = reason_;
+  summary.best_epoch = stopper_->best_epoch();
+  summary.best_value = stopper_->best_value();
+  if (summary.stopped_early) {
+    lines.push_back("early stopping: " + reason_ + "; stopped after epoch " +
+                    std::to_string(epochs.back().epoch));
+  }
+  const int64_t best = stopper_->best_epoch();
+  if (restore_best_ && best > 0 && best != epochs.back().epoch) {
+    restore(backend, best_weights_);
+    // Evaluating the restored weights again would give these same figures.
+    const EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
+    summary.test_acc = m.test_acc;
+    summary.test_loss = m.test_loss;
+    summary.train_acc = m.train_acc;
+    summary.train_loss = m.train_loss;
+    lines.push_back("early stopping: restored the weights of epoch " + std::to_string(best) +
+                    " (best " + stopper_->monitor() + " " + figure(stopper_->best_value()) +
+                    "); the final figures are that epoch's");
+  }
+  return lines;
+}
+
+}  // namespace dptrain::train

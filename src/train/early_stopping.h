@@ -1,0 +1,70 @@
+// Early stopping, as PyTorch Lightning's callback: one figure of each epoch is watched; a value
+// better than the best by more than min_delta is an improvement; `patience` evaluations in a row
+// without one, or a value that is nan or inf, end the run. The trainer keeps the best epoch's
+// weights when asked to and makes every rank take the same decision.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "parallel/backend.h"
+#include "train/metrics.h"
+
+namespace dptrain::train {
+
+struct StopVerdict {
+  bool improved = false;
+  bool stop = false;
+  std::string reason;  // why it stops, for the console and summary.json
+};
+
+class EarlyStopping {
+ public:
+  explicit EarlyStopping(const config::EarlyStoppingConfig& config);
+
+  const std::string& monitor() const { return config_.monitor; }
+  bool maximize() const { return maximize_; }
+  // The watched figure of an epoch.
+  double watched(const EpochMetrics& m) const;
+  StopVerdict update(int64_t epoch, double value);
+
+  int64_t best_epoch() const { return best_epoch_; }  // 0 until a finite value was seen
+  double best_value() const { return best_; }
+
+ private:
+  bool better(double value) const;
+
+  config::EarlyStoppingConfig config_;
+  bool maximize_;
+  int64_t best_epoch_ = 0;
+  double best_ = 0;
+  int64_t without_improvement_ = 0;
+};
+
+// Early stopping across a run's epoch loop: the verdicts, the best epoch's weights (a host copy,
+// when they are to be restored), and what the summary says. Does nothing when not enabled.
+class EarlyStopWatch {
+ public:
+  explicit EarlyStopWatch(const config::EarlyStoppingConfig& config);
+
+  // After an epoch's evaluation: true when every rank is to stop. A collective under ddp, so that
+  // all ranks leave after the same epoch (their figures are all-reduced and agree anyway, but no
+  // rank may be left waiting).
+  bool should_stop(parallel::Backend& backend, const EpochMetrics& m);
+
+  // Fills the summary's early-stopping fields. With restore_best, puts the best epoch's weights
+  // back into `backend` and makes that epoch's figures the summary's. Returns lines to print.
+  std::vector<std::string> finish(parallel::Backend& backend,
+                                  const std::vector<EpochMetrics>& epochs, RunSummary& summary);
+
+ private:
+  std::optional<EarlyStopping> stopper_;
+  bool restore_best_;
+  std::vector<torch::Tensor> best_weights_;
+  std::string reason_;  // empty while running
+};
+
+}  // namespace dptrain::train
