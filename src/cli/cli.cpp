@@ -52,6 +52,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
                     "output folder (default: runs/<name>/<timestamp>)");
   train->add_flag("--overwrite", command.overwrite,
                   "allow an --output folder that already holds a run's results");
+  train->add_option("--resume", command.resume,
+                    "go on from a checkpoint: its path, or auto (the newest in the --output "
+                    "folder's checkpoints, if any)");
   add_node_options(*train, command.nodes);
   CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
   add_experiment_options(*show, command);

@@ -26,6 +26,7 @@ struct Command {
   std::vector<std::string> overrides;                // "key.path=value"
   std::optional<std::filesystem::path> output_dir;   // none: runs/<name>/<timestamp>
   bool overwrite = false;
+  std::optional<std::string> resume;  // a checkpoint's path, or "auto"
   MultiNode nodes;
 };
 

@@ -62,6 +62,13 @@ struct EarlyStoppingConfig {
   bool stop_on_non_finite = true;    // stop at once when the monitored value is nan or inf
 };
 
+struct CheckpointConfig {
+  std::string dir;           // empty: <output>/checkpoints
+  int64_t every_epochs = 1;  // a checkpoint every N epochs; 0: none
+  int64_t keep_last = 2;     // epoch checkpoints kept, newest first; 0: all
+  bool save_best = false;    // also best.pt, the epoch with the best early_stopping.monitor
+};
+
 struct RuntimeConfig {
   // Intra-op threads of each compute thread (a process, a ddp rank, a dp replica); 0: the cores
   // shared out between the ranks and CPU replicas on this machine.
@@ -82,6 +89,7 @@ struct Config {
   TrainConfig train;
   ParallelConfig parallel;
   EarlyStoppingConfig early_stopping;
+  CheckpointConfig checkpoint;
   std::string precision = "fp32";  // fp32 (fp16 and bf16: later)
   RuntimeConfig runtime;
   LogConfig log;

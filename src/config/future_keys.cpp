@@ -6,7 +6,6 @@ namespace dptrain::config {
 
 std::string future_feature(const std::string& key_path) {
   static const std::map<std::string, std::string> kFuture = {
-      {"checkpoint", "checkpoints and resume"},
       {"optimizer.grad_clip_norm", "mixed precision and gradient clipping"},
   };
   const auto it = kFuture.find(key_path);

@@ -124,7 +124,9 @@ void check_devices(const Checker& check, const ParallelConfig& p) {
   }
 }
 
-void check_early_stopping(const Checker& check, const EarlyStoppingConfig& e, double val_split) {
+// save_best follows early_stopping.monitor too, so it also needs a validation set for val_*.
+void check_early_stopping(const Checker& check, const EarlyStoppingConfig& e, bool save_best,
+                          double val_split) {
   check.one_of("early_stopping.monitor", e.monitor,
                {"val_loss", "val_acc", "test_loss", "test_acc", "train_loss"});
   check.one_of("early_stopping.mode", e.mode, {"auto", "min", "max"});
@@ -185,6 +187,11 @@ Config from_tree(const json& j, const KeySources& sources,
   c.early_stopping.min_delta = e.at("min_delta").get<double>();
   c.early_stopping.restore_best = e.at("restore_best").get<bool>();
   c.early_stopping.stop_on_non_finite = e.at("stop_on_non_finite").get<bool>();
+  const json& k = j.at("checkpoint");
+  c.checkpoint.dir = k.at("dir").get<std::string>();
+  c.checkpoint.every_epochs = k.at("every_epochs").get<int64_t>();
+  c.checkpoint.keep_last = k.at("keep_last").get<int64_t>();
+  c.checkpoint.save_best = k.at("save_best").get<bool>();
   c.precision = j.at("precision").get<std::string>();
   c.runtime.threads = j.at("runtime").at("threads").get<int64_t>();
   c.log.level = j.at("log").at("level").get<std::string>();
@@ -226,7 +233,9 @@ Config from_tree(const json& j, const KeySources& sources,
   if (!(c.parallel.timeout_s > 0)) {
     check.fail("parallel.timeout_s", "must be > 0", "the default is 600 (seconds)");
   }
-  check_early_stopping(check, c.early_stopping, c.data.val_split);
+  check_early_stopping(check, c.early_stopping, c.checkpoint.save_best, c.data.val_split);
+  check.at_least("checkpoint.every_epochs", c.checkpoint.every_epochs, 0);
+  check.at_least("checkpoint.keep_last", c.checkpoint.keep_last, 0);
   if (c.precision == "fp16" || c.precision == "bf16") {
     check.fail("precision", "\"" + c.precision + "\" is not supported yet", "use \"fp32\" for now",
                ErrorCode::kNotSupported);

@@ -36,6 +36,8 @@ int exit_status(ErrorCode code) {
       return 8;
     case ErrorCode::kInterrupted:
       return 130;
+    case ErrorCode::kPreempted:
+      return 75;
   }
   return 1;
 }
@@ -60,6 +62,8 @@ const char* code_name(ErrorCode code) {
       return "distributed error";
     case ErrorCode::kInterrupted:
       return "interrupted";
+    case ErrorCode::kPreempted:
+      return "preempted";
   }
   return "error";
 }

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kRuntime,       // anything that went wrong while training
   kDistributed,   // rendezvous, a collective or another rank failed
   kInterrupted,   // Ctrl-C: exit status 130, as a shell reports a SIGINT
+  kPreempted,     // SIGTERM/SIGUSR1: checkpoint written, exit status 75 (EX_TEMPFAIL: requeue)
 };
 
 class Error : public std::runtime_error {

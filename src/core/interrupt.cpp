@@ -8,6 +8,11 @@ namespace dptrain::core {
 namespace {
 
 volatile std::sig_atomic_t g_requested = 0;
+volatile std::sig_atomic_t g_preemption_signal = 0;
+
+void on_preemption(int signal) {
+  g_preemption_signal = signal;
+}
 
 void on_sigint(int /*signal*/) {
   g_requested = 1;
@@ -28,6 +33,21 @@ void install_interrupt_handler() {
   struct sigaction current = {};
   sigaction(SIGINT, nullptr, &current);
   if (current.sa_handler != SIG_IGN) arm();
+}
+
+void install_preemption_handler() {
+  struct sigaction action = {};
+  action.sa_handler = on_preemption;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGTERM, SIGUSR1}) sigaction(signal, &action, nullptr);
+}
+
+bool preemption_requested() {
+  return g_preemption_signal != 0;
+}
+
+std::string preemption_signal_name() {
+  return g_preemption_signal == SIGUSR1 ? "SIGUSR1" : "SIGTERM";
 }
 
 bool interrupt_requested() {

@@ -12,6 +12,13 @@ void install_interrupt_handler();
 bool interrupt_requested();
 // Throws Error(kInterrupted) naming `where` when an interrupt has been requested.
 void throw_if_interrupted(const std::string& where);
+// A scheduler's preemption notice: SIGTERM (SLURM, Kubernetes, `kill`) or SIGUSR1 (SLURM's
+// --signal=USR1@seconds). The run finishes its current step, writes a checkpoint and exits with
+// status 75. Repeated signals change nothing; SIGKILL remains the way to stop it at once.
+void install_preemption_handler();
+bool preemption_requested();
+std::string preemption_signal_name();  // "SIGTERM" or "SIGUSR1", once requested
+
 // Forgets a request and arms the handler, even where SIGINT was ignored (tests that interrupt
 // themselves).
 void clear_interrupt();

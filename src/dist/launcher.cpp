@@ -20,19 +20,27 @@ extern char** environ;
 namespace dptrain::dist {
 namespace {
 
-volatile sig_atomic_t g_signal = 0;        // the last SIGINT or SIGTERM received, to forward
-volatile sig_atomic_t g_signal_count = 0;  // how many
+volatile sig_atomic_t g_interrupts = 0;  // SIGINTs received
+volatile sig_atomic_t g_preemption = 0;  // the last SIGTERM or SIGUSR1 received
+volatile sig_atomic_t g_preemption_count = 0;
 
 void remember_signal(int signal_number) {
-  g_signal = signal_number;
-  g_signal_count = g_signal_count + 1;
+  if (signal_number == SIGINT) {
+    g_interrupts = g_interrupts + 1;
+  } else {
+    g_preemption = signal_number;
+    g_preemption_count = g_preemption_count + 1;
+  }
 }
+
+// A rank that stopped for a preemption notice, after a checkpoint (ErrorCode::kPreempted).
+constexpr int kPreemptedStatus = 75;
 
 void catch_signals() {
   struct sigaction action {};
   action.sa_handler = remember_signal;
   sigemptyset(&action.sa_mask);
-  for (int s : {SIGINT, SIGTERM}) {
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) {
     struct sigaction previous {};
     sigaction(s, nullptr, &previous);
     if (previous.sa_handler == SIG_IGN) continue;  // nohup and friends: leave it ignored
@@ -106,6 +114,7 @@ pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bo
     if (::getppid() != parent) ::_exit(127);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGUSR1, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -192,19 +201,31 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
   }
 
   std::vector<Outcome> failures;
-  int forwarded = 0;
+  int preempted = 0;
+  int interrupts = 0;
+  int preemptions = 0;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   while (!ranks.empty()) {
-    if (g_signal_count > forwarded) {
-      forwarded = g_signal_count;
-      // A second Ctrl-C (or SIGTERM) means now: as for a single process.
-      ranks.signal_all(forwarded > 1 ? SIGKILL : static_cast<int>(g_signal));
+    if (g_interrupts > interrupts) {
+      interrupts = g_interrupts;
+      // A second Ctrl-C means now: as for a single process.
+      ranks.signal_all(interrupts > 1 ? SIGKILL : SIGINT);
+    }
+    if (g_preemption_count > preemptions) {
+      // Every notice goes on: ranks take it once and finish with a checkpoint; a scheduler that
+      // will not wait sends SIGKILL itself.
+      preemptions = g_preemption_count;
+      ranks.signal_all(static_cast<int>(g_preemption));
     }
     if (auto ended = ranks.reap()) {
-      if (ended->status != 0) {
+      if (ended->status == kPreemptedStatus) {
+        ++preempted;  // the others stop after the same step: their vote was collective
+      } else if (ended->status != 0) {
         failures.push_back(*ended);
         if (!kill_at) {
-          if (forwarded == 0) ranks.signal_all(SIGTERM);
+          // Asked to stop as Ctrl-C asks (SIGTERM would read as a preemption notice); a rank
+          // stuck in a collective with the failed one is killed after the grace.
+          if (interrupts == 0) ranks.signal_all(SIGINT);
           kill_at = std::chrono::steady_clock::now() + launch.grace;
         }
       }
@@ -213,11 +234,15 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     if (kill_at && std::chrono::steady_clock::now() >= *kill_at) ranks.signal_all(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (failures.empty() && preempted > 0) {
+    spdlog::warn(
+        "ddp: preempted: every rank stopped after the same step, rank 0 with a checkpoint");
+    return kPreemptedStatus;
+  }
   if (failures.empty()) return 0;
   const Outcome& first = culprit(failures);
-  if (forwarded > 0) {
-    spdlog::warn("ddp: stopped on signal {}; rank {} {}", static_cast<int>(g_signal), first.rank,
-                 first.what);
+  if (interrupts > 0) {
+    spdlog::warn("ddp: stopped on Ctrl-C; rank {} {}", first.rank, first.what);
   } else {
     spdlog::error("ddp: rank {} of {} (pid {}) {}; the other ranks were stopped", first.rank, world,
                   first.pid, first.what);

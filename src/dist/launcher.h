@@ -1,7 +1,8 @@
 // dptrain's own launcher, for ddp without torchrun, srun or mpirun: starts one copy of this program
 // per local rank with torchrun's environment variables, serves the rendezvous store (on the first
-// node), forwards SIGINT and SIGTERM, and when a rank fails stops the others promptly and reports
-// which rank failed and how. Ranks run in their own process group and die with the launcher.
+// node), forwards SIGINT, SIGTERM and SIGUSR1, and when a rank fails stops the others promptly and
+// reports which rank failed and how. Ranks run in their own process group and die with the
+// launcher.
 #pragma once
 
 #include <chrono>
@@ -18,7 +19,7 @@ struct LocalLaunch {
   std::string master_addr;   // empty: one node, 127.0.0.1
   uint16_t master_port = 0;  // 0 on one node: a free port
   std::chrono::milliseconds timeout{600000};
-  // After a rank fails, how long the others get to exit on SIGTERM before SIGKILL.
+  // After a rank fails, how long the others get to stop (as on Ctrl-C) before SIGKILL.
   std::chrono::milliseconds grace{5000};
 };
 

@@ -15,7 +15,7 @@ std::vector<torch::Tensor> host_copies(parallel::Backend& backend) {
   return copies;
 }
 
-void restore(parallel::Backend& backend, const std::vector<torch::Tensor>& copies) {
+void put_back(parallel::Backend& backend, const std::vector<torch::Tensor>& copies) {
   torch::NoGradGuard no_grad;
   const std::vector<torch::Tensor> params = backend.parameters();
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(copies[i]);
@@ -87,27 +87,48 @@ StopVerdict EarlyStopping::update(int64_t epoch, double value) {
   return v;
 }
 
-EarlyStopWatch::EarlyStopWatch(const config::EarlyStoppingConfig& config)
-    : restore_best_(config.restore_best) {
-  if (config.enabled) stopper_.emplace(config);
+void EarlyStopping::restore(const State& state) {
+  best_epoch_ = state.best_epoch;
+  best_ = state.best;
+  without_improvement_ = state.without_improvement;
 }
 
-bool EarlyStopWatch::should_stop(parallel::Backend& backend, const EpochMetrics& m) {
-  if (!stopper_) return false;
+EarlyStopWatch::EarlyStopWatch(const config::EarlyStoppingConfig& config, bool track_best)
+    : enabled_(config.enabled), restore_best_(config.enabled && config.restore_best) {
+  if (config.enabled || track_best) stopper_.emplace(config);
+}
+
+EarlyStopWatch::Verdict EarlyStopWatch::after_epoch(parallel::Backend& backend,
+                                                    const EpochMetrics& m) {
+  Verdict v;
+  if (!stopper_) return v;
   const StopVerdict verdict = stopper_->update(m.epoch, stopper_->watched(m));
+  v.improved = verdict.improved;
   if (verdict.improved && restore_best_) best_weights_ = host_copies(backend);
+  if (!enabled_) return v;
   std::vector<double> votes = {verdict.stop ? 1.0 : 0.0};
   backend.all_reduce_sum(votes);
-  if (votes[0] == 0) return false;
+  if (votes[0] == 0) return v;
   reason_ = verdict.stop ? verdict.reason : "another rank stopped";
-  return true;
+  v.stop = true;
+  return v;
+}
+
+EarlyStopping::State EarlyStopWatch::state() const {
+  return stopper_ ? stopper_->state() : EarlyStopping::State{};
+}
+
+void EarlyStopWatch::restore(const EarlyStopping::State& state,
+                             std::vector<torch::Tensor> best_weights) {
+  if (stopper_) stopper_->restore(state);
+  best_weights_ = std::move(best_weights);
 }
 
 std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
                                                 const std::vector<EpochMetrics>& epochs,
                                                 RunSummary& summary) {
   std::vector<std::string> lines;
-  if (!stopper_ || epochs.empty()) return lines;
+  if (!enabled_ || epochs.empty()) return lines;
   summary.stopped_early = !reason_.empty();
   summary.stop_reason = reason_;
   summary.best_epoch = stopper_->best_epoch();
@@ -118,7 +139,7 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
   }
   const int64_t best = stopper_->best_epoch();
   if (restore_best_ && best > 0 && best != epochs.back().epoch) {
-    restore(backend, best_weights_);
+    put_back(backend, best_weights_);
     // Evaluating the restored weights again would give these same figures.
     const EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
     summary.test_acc = m.test_acc;

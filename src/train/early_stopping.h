@@ -34,6 +34,15 @@ class EarlyStopping {
   int64_t best_epoch() const { return best_epoch_; }  // 0 until a finite value was seen
   double best_value() const { return best_; }
 
+  // What a checkpoint keeps, to go on where it left off.
+  struct State {
+    int64_t best_epoch = 0;
+    double best = 0;
+    int64_t without_improvement = 0;
+  };
+  State state() const { return {best_epoch_, best_, without_improvement_}; }
+  void restore(const State& state);
+
  private:
   bool better(double value) const;
 
@@ -45,23 +54,33 @@ class EarlyStopping {
 };
 
 // Early stopping across a run's epoch loop: the verdicts, the best epoch's weights (a host copy,
-// when they are to be restored), and what the summary says. Does nothing when not enabled.
+// when they are to be restored), and what the summary says. It watches the figure when early
+// stopping is enabled or checkpoint.save_best asks for the best epoch, and stops only when enabled.
 class EarlyStopWatch {
  public:
-  explicit EarlyStopWatch(const config::EarlyStoppingConfig& config);
+  EarlyStopWatch(const config::EarlyStoppingConfig& config, bool track_best);
 
-  // After an epoch's evaluation: true when every rank is to stop. A collective under ddp, so that
-  // all ranks leave after the same epoch (their figures are all-reduced and agree anyway, but no
-  // rank may be left waiting).
-  bool should_stop(parallel::Backend& backend, const EpochMetrics& m);
+  struct Verdict {
+    bool stop = false;      // every rank is to stop now
+    bool improved = false;  // this epoch is the best so far
+  };
+  // After an epoch's evaluation. A collective under ddp, so that all ranks leave after the same
+  // epoch (their figures are all-reduced and agree anyway, but no rank may be left waiting).
+  Verdict after_epoch(parallel::Backend& backend, const EpochMetrics& m);
 
   // Fills the summary's early-stopping fields. With restore_best, puts the best epoch's weights
   // back into `backend` and makes that epoch's figures the summary's. Returns lines to print.
   std::vector<std::string> finish(parallel::Backend& backend,
                                   const std::vector<EpochMetrics>& epochs, RunSummary& summary);
 
+  // For checkpoints: the watch's state and the best weights it holds (empty when none).
+  EarlyStopping::State state() const;
+  const std::vector<torch::Tensor>& best_weights() const { return best_weights_; }
+  void restore(const EarlyStopping::State& state, std::vector<torch::Tensor> best_weights);
+
  private:
   std::optional<EarlyStopping> stopper_;
+  bool enabled_;
   bool restore_best_;
   std::vector<torch::Tensor> best_weights_;
   std::string reason_;  // empty while running

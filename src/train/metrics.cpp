@@ -1,5 +1,6 @@
 #include "train/metrics.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
@@ -23,6 +24,36 @@ nlohmann::json to_json(const EpochMetrics& m) {
     j["val_acc"] = m.val_acc;
   }
   return j;
+}
+
+namespace {
+
+// JSON has no nan: nlohmann writes it as null, which reads back as nan here.
+double number(const nlohmann::json& j, const char* key) {
+  const auto& v = j.at(key);
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+}  // namespace
+
+EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
+  EpochMetrics m;
+  m.epoch = j.at("epoch").get<int64_t>();
+  m.train_loss = number(j, "train_loss");
+  m.train_acc = number(j, "train_acc");
+  m.test_loss = number(j, "test_loss");
+  m.test_acc = number(j, "test_acc");
+  m.has_val = j.contains("val_loss");
+  if (m.has_val) {
+    m.val_loss = number(j, "val_loss");
+    m.val_acc = number(j, "val_acc");
+  }
+  m.train_sec = number(j, "train_sec");
+  m.eval_sec = number(j, "eval_sec");
+  m.comm_wait_sec = number(j, "comm_wait_sec");
+  m.train_samples = j.at("train_samples").get<int64_t>();
+  m.steps = j.at("steps").get<int64_t>();
+  return m;
 }
 
 nlohmann::json to_json(const RunSummary& s) {
@@ -68,7 +99,11 @@ RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
   return s;
 }
 
-MetricsFile::MetricsFile(std::filesystem::path path) : path_(std::move(path)) {}
+MetricsFile::MetricsFile(std::filesystem::path path, const std::vector<EpochMetrics>& earlier)
+    : path_(std::move(path)) {
+  for (const auto& m : earlier) contents_ += to_json(m).dump() + "\n";
+  if (!earlier.empty()) core::write_file_atomic(path_, contents_);
+}
 
 void MetricsFile::append(const EpochMetrics& m) {
   contents_ += to_json(m).dump() + "\n";

@@ -50,6 +50,8 @@ struct RunSummary {
 };
 
 nlohmann::json to_json(const EpochMetrics& m);
+// Reads back what to_json wrote (checkpoints keep the finished epochs' records).
+EpochMetrics epoch_metrics_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const RunSummary& s);
 
 // Sums up a finished run's epochs (the last epoch's accuracies, mean timings).
@@ -59,7 +61,8 @@ RunSummary summarize(const std::vector<EpochMetrics>& epochs);
 // atomically after each epoch (it is small) so that it is complete at every moment.
 class MetricsFile {
  public:
-  explicit MetricsFile(std::filesystem::path path);
+  // Starts with `earlier` (a resumed run's finished epochs) and writes them out at once.
+  explicit MetricsFile(std::filesystem::path path, const std::vector<EpochMetrics>& earlier = {});
   void append(const EpochMetrics& m);
 
  private:

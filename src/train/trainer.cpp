@@ -19,6 +19,7 @@
 #include "model/registry.h"
 #include "parallel/devices.h"
 #include "parallel/factory.h"
+#include "train/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
 #include "train/report.h"
@@ -162,19 +163,49 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   return s;
 }
 
-// One pass over the training set; returns the epoch's training figures.
-EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
+// ddp ranks vote on a preemption every this many steps: a vote is an all-reduce that waits for
+// the device, too costly for every step on a GPU. Alone (single, dp) the flag is read every step.
+constexpr int64_t kPreemptionPollSteps = 16;
+
+// Whether a scheduler asked this job to stop (SIGTERM, SIGUSR1), decided together so that every
+// rank stops after the same step.
+bool all_want_to_preempt(parallel::Backend& backend) {
+  std::vector<double> votes = {core::preemption_requested() ? 1.0 : 0.0};
+  backend.all_reduce_sum(votes);
+  return votes[0] > 0;
+}
+
+struct EpochOutcome {
+  EpochMetrics m;          // finished: the epoch's figures; preempted: the sums so far
+  bool preempted = false;  // stopped after m.steps steps for a preemption
+};
+
+// One pass over the training set, or the rest of one that a preemption cut short (`resume`).
+EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Progress* resume) {
   parallel::Backend& backend = *s.backend;
   const double waited_before = backend.communication_wait_seconds();
   const auto options = torch::TensorOptions().device(backend.input_device());
   torch::Tensor loss_sum = torch::zeros({}, options.dtype(torch::kFloat64));
   torch::Tensor correct = torch::zeros({}, options.dtype(torch::kInt64));
-  EpochMetrics m;
+  EpochOutcome out;
+  EpochMetrics& m = out.m;
   m.epoch = epoch + 1;
+  double earlier_sec = 0;
+  if (resume) {
+    m.steps = resume->steps_done;
+    earlier_sec = resume->partial.train_sec;
+    // The checkpoint holds the sums over every rank; rank 0 carries them on alone.
+    if (backend.rank() == 0) {
+      loss_sum.fill_(resume->partial.train_loss);
+      correct.fill_(static_cast<int64_t>(resume->partial.train_acc));
+      m.train_samples = resume->partial.train_samples;
+    }
+  }
   const int64_t steps = s.train_loader->batches_per_epoch();
 
   backend.set_training(true);
   s.train_loader->start_epoch(epoch);
+  for (int64_t k = 0; k < m.steps; ++k) s.train_loader->next();  // trained on before the stop
   core::Stopwatch timer;
   while (auto batch = s.train_loader->next()) {
     s.optimizer->zero_grad();
@@ -194,21 +225,29 @@ EpochMetrics train_epoch(Session& s, int64_t epoch, int64_t log_every) {
     if (log_every > 0 && m.steps % log_every == 0) {
       spdlog::info("epoch {} step {}/{} loss {:.4f}", m.epoch, m.steps, steps, loss.item<double>());
     }
+    if ((backend.world_size() == 1 || m.steps % kPreemptionPollSteps == 0) &&
+        all_want_to_preempt(backend)) {
+      out.preempted = true;
+      break;
+    }
   }
   parallel::synchronize(backend.input_device());
-  m.train_sec = timer.seconds();
+  m.train_sec = earlier_sec + timer.seconds();
   m.comm_wait_sec = backend.communication_wait_seconds() - waited_before;
 
   std::vector<double> totals = {loss_sum.item<double>(),
                                 static_cast<double>(correct.item<int64_t>()),
                                 static_cast<double>(m.train_samples)};
   backend.all_reduce_sum(totals);
-  if (totals[2] > 0) {
+  m.train_samples = static_cast<int64_t>(totals[2]);
+  if (out.preempted) {  // sums, for the checkpoint
+    m.train_loss = totals[0];
+    m.train_acc = totals[1];
+  } else if (totals[2] > 0) {
     m.train_loss = totals[0] / totals[2];
     m.train_acc = totals[1] / totals[2];
   }
-  m.train_samples = static_cast<int64_t>(totals[2]);
-  return m;
+  return out;
 }
 
 // The validation (when held out) and test figures of the parameters as they are now.
@@ -226,6 +265,19 @@ void evaluate_epoch(Session& s, EpochMetrics& m) {
   m.eval_sec = timer.seconds();
 }
 
+// The error that ends a preempted run: exit status 75, so that a batch script can requeue it.
+core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesystem::path& path,
+                      bool writer) {
+  const std::string where = "in epoch " + std::to_string(m.epoch) + " after step " +
+                            std::to_string(m.steps) + " of " + std::to_string(steps);
+  return core::Error(
+      core::ErrorCode::kPreempted,
+      "stopped by " + core::preemption_signal_name() + " (a preemption notice) " + where + "; " +
+          (writer ? "checkpoint written to " + path.string() : "rank 0 wrote the checkpoint"),
+      "run the same command with --resume auto (or --resume " + path.string() +
+          ") to go on from there");
+}
+
 // The final parameters, as torch::save writes a list of tensors (torch::load reads them back).
 void save_parameters(parallel::Backend& backend, const std::filesystem::path& path) {
   std::vector<torch::Tensor> params;
@@ -238,7 +290,8 @@ void save_parameters(parallel::Backend& backend, const std::filesystem::path& pa
 }  // namespace
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console, const dist::RankInfo& rank) {
+                  std::ostream& console, const dist::RankInfo& rank,
+                  const std::optional<std::filesystem::path>& resume) {
   apply_runtime(config, rank);
   Session s = build_session(config, rank);
   const bool writer = s.backend->rank() == 0;
@@ -250,19 +303,50 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
                config.model.name, devices, s.backend->name(), torch::get_num_threads(),
                s.train_loader->batches_per_epoch(), output_dir.string());
 
-  std::optional<MetricsFile> metrics_file;
-  if (writer) metrics_file.emplace(output_dir / "metrics.jsonl");
   TrainResult result;
-  EarlyStopWatch watcher(config.early_stopping);
-  for (int64_t epoch = 0; epoch < config.train.epochs; ++epoch) {
-    EpochMetrics m = train_epoch(s, epoch, config.log.every_steps);
+  EarlyStopWatch watcher(config.early_stopping, config.checkpoint.save_best);
+  Progress start;
+  if (resume) {
+    start = read_checkpoint(*resume, config, *s.backend, *s.optimizer);
+    result.epochs = start.epochs;
+    watcher.restore(start.early_stopping, start.best_weights);
+    spdlog::info("resumed from {}: epoch {}, step {}", resume->string(), start.epoch + 1,
+                 start.steps_done);
+  }
+  std::optional<MetricsFile> metrics_file;
+  if (writer) metrics_file.emplace(output_dir / "metrics.jsonl", result.epochs);
+  Checkpointer checkpoints(config, checkpoint_dir(config, output_dir), writer);
+  auto progress = [&](int64_t epoch, int64_t steps_done, const EpochMetrics& partial) {
+    Progress p;
+    p.epoch = epoch;
+    p.steps_done = steps_done;
+    p.partial = partial;
+    p.epochs = result.epochs;
+    p.early_stopping = watcher.state();
+    p.best_weights = watcher.best_weights();
+    return p;
+  };
+
+  for (int64_t epoch = start.epoch; epoch < config.train.epochs; ++epoch) {
+    const bool rest_of_epoch = epoch == start.epoch && start.steps_done > 0;
+    EpochOutcome outcome =
+        train_epoch(s, epoch, config.log.every_steps, rest_of_epoch ? &start : nullptr);
+    EpochMetrics& m = outcome.m;
+    if (outcome.preempted) {
+      const auto path = checkpoints.save(checkpoint_name(epoch, m.steps),
+                                         progress(epoch, m.steps, m), *s.backend, *s.optimizer);
+      throw preempted(m, s.train_loader->batches_per_epoch(), path, writer);
+    }
     evaluate_epoch(s, m);
     result.epochs.push_back(m);
     if (writer) {
       console << format_epoch_line(m, config.train.epochs) << std::endl;
       metrics_file->append(m);
     }
-    if (watcher.should_stop(*s.backend, m)) break;
+    const EarlyStopWatch::Verdict verdict = watcher.after_epoch(*s.backend, m);
+    checkpoints.after_epoch(m.epoch, verdict.improved, progress(epoch + 1, 0, EpochMetrics{}),
+                            *s.backend, *s.optimizer);
+    if (verdict.stop) break;
   }
 
   result.summary = summarize(result.epochs);

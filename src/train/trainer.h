@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <vector>
 
 #include "config/config.h"
@@ -22,10 +23,13 @@ struct TrainResult {
 // it does not divide.
 int64_t per_rank_batch(int64_t batch_size, int world_size);
 
-// Trains as `config` says, as `rank` of its job (alone by default). Rank 0 writes config.json,
-// metrics.jsonl, summary.json and model.pt (the final parameters) into `output_dir` (an existing
-// folder) and the epoch lines and d2l's summary line to `console`; other ranks write nothing.
+// Trains as `config` says, as `rank` of its job (alone by default), from the start or from the
+// checkpoint `resume`. Rank 0 writes config.json, metrics.jsonl, summary.json, model.pt (the
+// final parameters) and the checkpoints into `output_dir` (an existing folder) and the epoch lines
+// and d2l's summary line to `console`; other ranks write nothing. A SIGTERM or SIGUSR1 ends the
+// run after the current step with a checkpoint and an Error(kPreempted).
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console, const dist::RankInfo& rank = {});
+                  std::ostream& console, const dist::RankInfo& rank = {},
+                  const std::optional<std::filesystem::path>& resume = std::nullopt);
 
 }  // namespace dptrain::train

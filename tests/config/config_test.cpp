@@ -109,8 +109,10 @@ TEST_CASE("an out-of-range value is an error naming where it came from", "[confi
 TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
   CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
         "exp.json: precision: \"bf16\" is not supported yet");
-  CHECK_THAT(error_of([] { resolve("{}", {"checkpoint.dir=x"}); }, ErrorCode::kNotSupported),
-             Catch::StartsWith("--set checkpoint.dir=x: checkpoint: checkpoints and resume"));
+  CHECK_THAT(
+      error_of([] { resolve("{}", {"optimizer.grad_clip_norm=1"}); }, ErrorCode::kNotSupported),
+      Catch::StartsWith("--set optimizer.grad_clip_norm=1: optimizer.grad_clip_norm: mixed "
+                        "precision and gradient clipping is not supported yet"));
 }
 
 TEST_CASE("ddp's keys are checked: devices, transport, bucket size, timeout", "[config]") {

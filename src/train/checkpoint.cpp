@@ -1,0 +1,255 @@
+#include "train/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <regex>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fs.h"
+
+namespace dptrain::train {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using nlohmann::json;
+
+constexpr int kFormat = 1;
+
+// Settings that may change between a run and its resumption without changing what it computes.
+bool may_differ(const std::string& key) {
+  for (const char* prefix : {"/train/epochs", "/log/", "/runtime/", "/checkpoint/",
+                             "/data/num_workers", "/data/prefetch_batches", "/data/pin_memory",
+                             "/data/placement", "/data/dir", "/parallel/timeout_s"}) {
+    if (key.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> shapes_of(const std::vector<torch::Tensor>& tensors) {
+  std::vector<std::string> shapes;
+  for (const auto& t : tensors) {
+    std::ostringstream s;
+    s << t.sizes();
+    shapes.push_back(s.str());
+  }
+  return shapes;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+void write_tensors(torch::serialize::OutputArchive& archive, const std::string& prefix,
+                   const std::vector<torch::Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    archive.write(prefix + std::to_string(i), tensors[i].detach().cpu());
+  }
+}
+
+std::vector<torch::Tensor> read_tensors(torch::serialize::InputArchive& archive,
+                                        const std::string& prefix, size_t count) {
+  std::vector<torch::Tensor> tensors(count);
+  for (size_t i = 0; i < count; ++i) archive.read(prefix + std::to_string(i), tensors[i]);
+  return tensors;
+}
+
+// The refusal of a checkpoint whose model is not the one the config builds.
+void check_model(const std::filesystem::path& path, const json& meta, const config::Config& config,
+                 const std::vector<torch::Tensor>& params) {
+  const std::string model = meta.at("model").get<std::string>();
+  const auto saved = meta.at("shapes").get<std::vector<std::string>>();
+  const auto built = shapes_of(params);
+  if (model == config.model.name && saved == built) return;
+  throw Error(ErrorCode::kConfig,
+              path.string() + ": the checkpoint holds model \"" + model + "\" with parameters " +
+                  joined(saved) + ", but the config builds \"" + config.model.name + "\" with " +
+                  joined(built),
+              "resume with the experiment that wrote it (its config is in the checkpoint's "
+              "run folder, config.json), or start a new run without --resume");
+}
+
+void warn_about_changes(const std::filesystem::path& path, const json& saved,
+                        const config::Config& config) {
+  const json now = config::to_json(config).flatten();
+  const json then = saved.flatten();
+  for (const auto& [key, value] : then.items()) {
+    if (may_differ(key)) continue;
+    const auto it = now.find(key);
+    if (it == now.end() || *it != value) {
+      spdlog::warn(
+          "resuming {}: {} was {} and is now {}; the run will not match an "
+          "uninterrupted one",
+          path.string(), key, value.dump(), it == now.end() ? "absent" : it->dump());
+    }
+  }
+}
+
+// The epoch and preemption checkpoints in `dir`, oldest first (by finished epochs, then steps).
+std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::path& dir) {
+  static const std::regex kName(R"(epoch-(\d{4,})(?:-step-(\d{6,}))?\.pt)");
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::filesystem::path>> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, kName)) continue;
+    const int64_t steps = m[2].matched ? std::stoll(m[2]) : 0;
+    found.push_back({{std::stoll(m[1]), steps}, entry.path()});
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::filesystem::path> paths;
+  for (const auto& f : found) paths.push_back(f.second);
+  return paths;
+}
+
+}  // namespace
+
+std::string checkpoint_name(int64_t finished_epochs, int64_t steps_done) {
+  char name[64];
+  if (steps_done == 0) {
+    std::snprintf(name, sizeof name, "epoch-%04lld.pt", static_cast<long long>(finished_epochs));
+  } else {
+    std::snprintf(name, sizeof name, "epoch-%04lld-step-%06lld.pt",
+                  static_cast<long long>(finished_epochs), static_cast<long long>(steps_done));
+  }
+  return name;
+}
+
+void write_checkpoint(const std::filesystem::path& path, const config::Config& config,
+                      const Progress& progress, parallel::Backend& backend,
+                      const torch::optim::Optimizer& optimizer) {
+  const std::vector<torch::Tensor> params = backend.parameters();
+  json epochs = json::array();
+  for (const auto& m : progress.epochs) epochs.push_back(to_json(m));
+  const json meta = {
+      {"format", kFormat},
+      {"model", config.model.name},
+      {"shapes", shapes_of(params)},
+      {"config", config::to_json(config)},
+      {"epoch", progress.epoch},
+      {"steps_done", progress.steps_done},
+      {"partial", to_json(progress.partial)},
+      {"epochs", epochs},
+      {"early_stopping",
+       {{"best_epoch", progress.early_stopping.best_epoch},
+        {"best", progress.early_stopping.best},
+        {"without_improvement", progress.early_stopping.without_improvement}}},
+      {"parameters", params.size()},
+      {"best_weights", progress.best_weights.size()},
+  };
+  torch::serialize::OutputArchive archive;
+  archive.write("meta", c10::IValue(meta.dump()));
+  write_tensors(archive, "param_", params);
+  write_tensors(archive, "best_", progress.best_weights);
+  archive.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
+  torch::serialize::OutputArchive optimizer_state;
+  optimizer.save(optimizer_state);
+  archive.write("optimizer", optimizer_state);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  std::filesystem::create_directories(path.parent_path());
+  core::write_file_atomic(path, bytes.str());
+}
+
+Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
+                         parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
+  torch::serialize::InputArchive archive;
+  json meta;
+  try {
+    archive.load_from(path.string());
+    c10::IValue text;
+    archive.read("meta", text);
+    meta = json::parse(text.toStringRef());
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": not a readable dptrain checkpoint: " + core::message_of(e),
+                "give a file from a run's checkpoints folder, or --resume auto");
+  }
+  if (meta.value("format", 0) != kFormat) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": checkpoint format " + std::to_string(meta.value("format", 0)) +
+                    ", this dptrain reads " + std::to_string(kFormat),
+                "resume it with the dptrain version that wrote it");
+  }
+  const std::vector<torch::Tensor> params = backend.parameters();
+  check_model(path, meta, config, params);
+  warn_about_changes(path, meta.at("config"), config);
+
+  const auto saved = read_tensors(archive, "param_", params.size());
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
+  }
+  torch::serialize::InputArchive optimizer_state;
+  archive.read("optimizer", optimizer_state);
+  optimizer.load(optimizer_state);
+  torch::Tensor rng;
+  archive.read("cpu_rng", rng);
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the global one
+  {
+    const std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
+  }
+
+  Progress p;
+  p.epoch = meta.at("epoch").get<int64_t>();
+  p.steps_done = meta.at("steps_done").get<int64_t>();
+  p.partial = epoch_metrics_from_json(meta.at("partial"));
+  for (const auto& m : meta.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
+  const json& es = meta.at("early_stopping");
+  p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
+                      es.at("without_improvement").get<int64_t>()};
+  p.best_weights = read_tensors(archive, "best_", meta.at("best_weights").get<size_t>());
+  return p;
+}
+
+std::filesystem::path checkpoint_dir(const config::Config& config,
+                                     const std::filesystem::path& output_dir) {
+  return config.checkpoint.dir.empty() ? output_dir / "checkpoints"
+                                       : std::filesystem::path(config.checkpoint.dir);
+}
+
+Checkpointer::Checkpointer(const config::Config& config, std::filesystem::path dir, bool writer)
+    : config_(config), dir_(std::move(dir)), writer_(writer) {}
+
+std::filesystem::path Checkpointer::save(const std::string& name, const Progress& progress,
+                                         parallel::Backend& backend,
+                                         const torch::optim::Optimizer& optimizer) {
+  const std::filesystem::path path = dir_ / name;
+  if (writer_) write_checkpoint(path, config_, progress, backend, optimizer);
+  return path;
+}
+
+void Checkpointer::after_epoch(int64_t epoch, bool improved, const Progress& progress,
+                               parallel::Backend& backend,
+                               const torch::optim::Optimizer& optimizer) {
+  const int64_t every = config_.checkpoint.every_epochs;
+  if (every > 0 && (epoch % every == 0 || epoch == config_.train.epochs)) {
+    save(checkpoint_name(epoch, 0), progress, backend, optimizer);
+    if (writer_) prune_checkpoints(dir_, config_.checkpoint.keep_last);
+  }
+  if (config_.checkpoint.save_best && improved) save("best.pt", progress, backend, optimizer);
+}
+
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir) {
+  const auto found = checkpoints_in_order(dir);
+  if (found.empty()) return std::nullopt;
+  return found.back();
+}
+
+void prune_checkpoints(const std::filesystem::path& dir, int64_t keep) {
+  if (keep <= 0) return;
+  const auto found = checkpoints_in_order(dir);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
+    std::filesystem::remove(found[i]);
+  }
+}
+
+}  // namespace dptrain::train

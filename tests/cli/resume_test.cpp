@@ -1,0 +1,116 @@
+// Preemption and resume as a batch job meets them: a SIGTERM or SIGUSR1 mid-epoch ends the run
+// after the current step with a checkpoint and exit status 75, and `--resume auto` then finishes
+// it with the parameters an uninterrupted run ends with, on every backend.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+#include "support/runs.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+// 3000 images in batches of 30: 100 steps an epoch, long enough to be stopped in the middle.
+std::vector<std::string> job(const TempDir& dir, const std::vector<std::string>& backend,
+                             const std::filesystem::path& out) {
+  std::vector<std::string> args = {"train",
+                                   "--set",
+                                   "data.dir=" + (dir / "data").string(),
+                                   "--set",
+                                   "data.batch_size=30",
+                                   "--set",
+                                   "train.epochs=2",
+                                   "--set",
+                                   "model.init_std=0.1",
+                                   "--set",
+                                   "optimizer.lr=0.05",
+                                   "--set",
+                                   "optimizer.momentum=0.9",
+                                   "--set",
+                                   "runtime.threads=1",
+                                   "--set",
+                                   "parallel.timeout_s=60"};
+  args.insert(args.end(), backend.begin(), backend.end());
+  args.insert(args.end(), {"--output", out.string()});
+  return args;
+}
+
+std::string shell_words(const std::vector<std::string>& args) {
+  std::string line;
+  for (const auto& a : args) line += (line.empty() ? "'" : " '") + a + "'";
+  return line;
+}
+
+}  // namespace
+
+TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "[cli][resume]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  struct Case {
+    std::string name;
+    std::vector<std::string> backend;
+    int signal;
+    std::string signal_name;
+  };
+  const std::vector<Case> cases = {
+      {"single", {"--set", "parallel.devices=cpu"}, SIGTERM, "SIGTERM"},
+      {"dp",
+       {"--set", "parallel.backend=dp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"},
+       SIGUSR1,
+       "SIGUSR1"},
+      {"ddp",
+       {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"},
+       SIGTERM,
+       "SIGTERM"}};
+  for (const auto& c : cases) {
+    INFO(c.name);
+    const auto whole = dir / (c.name + "-whole");
+    REQUIRE(run_dptrain(shell_words(job(dir, c.backend, whole))).status == 0);
+
+    const auto cut = dir / (c.name + "-cut");
+    auto args = job(dir, c.backend, cut);
+    args.insert(args.end(), {"--set", "log.every_steps=1"});
+    BackgroundRun run(args);
+    REQUIRE(run.wait_for_stderr("epoch 1 step 5/100", 60));
+    run.signal(c.signal);
+    const auto stopped = run.finish(60);
+    INFO(stopped.err);
+    CHECK(stopped.status == 75);
+    CHECK_THAT(stopped.err, Catch::Contains("preempted: stopped by " + c.signal_name +
+                                            " (a preemption notice) in epoch ") &&
+                                Catch::Contains("; checkpoint written to " + cut.string() +
+                                                "/checkpoints/epoch-000"));
+    bool mid_epoch = false;
+    for (const auto& e : std::filesystem::directory_iterator(cut / "checkpoints")) {
+      mid_epoch |= e.path().filename().string().find("-step-") != std::string::npos;
+    }
+    CHECK(mid_epoch);
+
+    auto resume = job(dir, c.backend, cut);
+    resume.insert(resume.end(), {"--resume", "auto"});
+    const auto resumed = run_dptrain(shell_words(resume));
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK_THAT(resumed.err, Catch::Contains("resumed from " + cut.string() + "/checkpoints/"));
+    CHECK(max_relative_difference(load_parameters(cut / "model.pt"),
+                                  load_parameters(whole / "model.pt")) == 0);
+    const std::string metrics = dptrain::core::read_text_file(cut / "metrics.jsonl");
+    CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 2);
+    CHECK(summary_of(cut).at("test_acc") == summary_of(whole).at("test_acc"));
+  }
+}
+
+TEST_CASE("resume takes a checkpoint that exists, and auto needs the run's folder",
+          "[cli][resume]") {
+  TempDir dir;
+  const auto missing = run_dptrain("train --resume " + (dir / "none.pt").string());
+  CHECK(missing.status == 5);
+  CHECK_THAT(missing.err, Catch::Contains((dir / "none.pt").string() + ": no such checkpoint"));
+  const auto no_output = run_dptrain("train --resume auto");
+  CHECK(no_output.status == 2);
+  CHECK_THAT(no_output.err, Catch::Contains("--resume auto looks for checkpoints in the run's "
+                                            "folder, but there is no --output"));
+}

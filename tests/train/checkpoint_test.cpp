@@ -1,0 +1,196 @@
+// Checkpoints in one process: names and their order, what a checkpoint restores, what it
+// refuses, and that a crash while writing one leaves the previous one whole.
+#include "train/checkpoint.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <thread>
+
+#include "config/load.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "model/registry.h"
+#include "parallel/single.h"
+#include "support/fixtures.h"
+
+using namespace dptrain;
+using testing::TempDir;
+
+namespace {
+
+config::Config lenet_config() {
+  return config::resolve_config(std::nullopt, "test", {"optimizer.momentum=0.9"}, {"lenet"});
+}
+
+struct Trainee {
+  parallel::SingleDevice backend;
+  torch::optim::SGD sgd;
+  explicit Trainee(int64_t seed)
+      : backend((torch::manual_seed(static_cast<uint64_t>(seed)),
+                 model::make_model(config::ModelConfig{})),
+                torch::kCPU),
+        sgd(backend.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)) {}
+
+  void step(int64_t k) {
+    torch::manual_seed(static_cast<uint64_t>(100 + k));
+    const torch::Tensor x = torch::rand({8, 1, 28, 28});
+    const torch::Tensor y = torch::randint(0, 10, {8}, torch::kInt64);
+    sgd.zero_grad();
+    torch::nn::functional::cross_entropy(backend.forward(x), y).backward();
+    sgd.step();
+  }
+};
+
+bool same_parameters(parallel::Backend& a, parallel::Backend& b) {
+  const auto pa = a.parameters();
+  const auto pb = b.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (!torch::equal(pa[i], pb[i])) return false;
+  }
+  return true;
+}
+
+train::Progress some_progress() {
+  train::Progress p;
+  p.epoch = 2;
+  p.steps_done = 5;
+  p.partial.train_loss = 11.5;
+  p.partial.train_samples = 40;
+  train::EpochMetrics first;
+  first.epoch = 1;
+  first.test_acc = 0.5;
+  p.epochs = {first, first};
+  p.epochs[1].epoch = 2;
+  p.early_stopping = {2, 0.25, 1};
+  return p;
+}
+
+void touch(const std::filesystem::path& path) {
+  core::write_file_atomic(path, "x");
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint names sort as training goes; the newest is resumed, old ones pruned",
+          "[train][checkpoint]") {
+  CHECK(train::checkpoint_name(3, 0) == "epoch-0003.pt");
+  CHECK(train::checkpoint_name(3, 17) == "epoch-0003-step-000017.pt");
+  TempDir dir;
+  for (const char* name : {"epoch-0002.pt", "epoch-0003.pt", "epoch-0003-step-000017.pt",
+                           "epoch-0001-step-000090.pt", "best.pt", "epoch-0004.pt.tmp.123"}) {
+    touch(dir / name);
+  }
+  CHECK(train::latest_checkpoint(dir.path()) == dir / "epoch-0003-step-000017.pt");
+  train::prune_checkpoints(dir.path(), 2);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"best.pt", "epoch-0003-step-000017.pt", "epoch-0003.pt",
+                                         "epoch-0004.pt.tmp.123"});
+  CHECK_FALSE(train::latest_checkpoint(dir / "none").has_value());
+}
+
+TEST_CASE("a checkpoint restores parameters, optimizer state and progress", "[train][checkpoint]") {
+  const config::Config config = lenet_config();
+  TempDir dir;
+  Trainee original(1);
+  original.step(0);
+  original.step(1);
+  train::write_checkpoint(dir / "c.pt", config, some_progress(), original.backend, original.sgd);
+
+  Trainee resumed(2);  // other initial weights, no momentum yet
+  REQUIRE_FALSE(same_parameters(original.backend, resumed.backend));
+  const train::Progress p =
+      train::read_checkpoint(dir / "c.pt", config, resumed.backend, resumed.sgd);
+  CHECK(same_parameters(original.backend, resumed.backend));
+  CHECK(p.epoch == 2);
+  CHECK(p.steps_done == 5);
+  CHECK(p.partial.train_loss == 11.5);
+  CHECK(p.partial.train_samples == 40);
+  REQUIRE(p.epochs.size() == 2);
+  CHECK(p.epochs[1].epoch == 2);
+  CHECK(p.epochs[1].test_acc == 0.5);
+  CHECK(p.early_stopping.best_epoch == 2);
+  CHECK(p.early_stopping.best == 0.25);
+  CHECK(p.early_stopping.without_improvement == 1);
+  // The momentum buffers came along: the next step is the same step.
+  original.step(2);
+  resumed.step(2);
+  CHECK(same_parameters(original.backend, resumed.backend));
+}
+
+TEST_CASE("a checkpoint of another model or a file that is none is refused, naming it",
+          "[train][checkpoint]") {
+  TempDir dir;
+  Trainee lenet(1);
+  train::write_checkpoint(dir / "lenet.pt", lenet_config(), some_progress(), lenet.backend,
+                          lenet.sgd);
+  model::register_model("linear", [](const config::ModelConfig&) {
+    return torch::nn::AnyModule(torch::nn::Linear(784, 10));
+  });
+  const config::Config other =
+      config::resolve_config(std::nullopt, "test", {"model.name=linear"}, {"lenet", "linear"});
+  parallel::SingleDevice backend(model::make_model(other.model), torch::kCPU);
+  torch::optim::SGD sgd(backend.parameters(), torch::optim::SGDOptions(0.1));
+  try {
+    train::read_checkpoint(dir / "lenet.pt", other, backend, sgd);
+    FAIL("a LeNet checkpoint was loaded into a linear model");
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kConfig);
+    CHECK_THAT(e.what(),
+               Catch::StartsWith((dir / "lenet.pt").string() +
+                                 ": the checkpoint holds model \"lenet\" with "
+                                 "parameters [20, 1, 3, 3], [20],") &&
+                   Catch::EndsWith("but the config builds \"linear\" with [10, 784], [10]"));
+  }
+  core::write_file_atomic(dir / "junk.pt", "not a checkpoint");
+  CHECK_THROWS_MATCHES(
+      train::read_checkpoint(dir / "junk.pt", other, backend, sgd), core::Error,
+      Catch::Predicate<core::Error>([&](const core::Error& e) {
+        return e.code() == core::ErrorCode::kIo &&
+               std::string(e.what()).rfind(
+                   (dir / "junk.pt").string() + ": not a readable dptrain checkpoint", 0) == 0;
+      }));
+}
+
+TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
+          "[train][checkpoint]") {
+  const config::Config config = lenet_config();
+  TempDir dir;
+  const auto path = dir / "epoch-0001.pt";
+  Trainee original(1);
+  original.step(0);
+  train::write_checkpoint(path, config, some_progress(), original.backend, original.sgd);
+  const std::string before = core::read_text_file(path);
+
+  // A child process starts replacing the file with 256 MiB and is killed mid-write: the crash.
+  const std::string big(256u << 20, 'x');
+  const pid_t child = ::fork();
+  if (child == 0) {
+    core::write_file_atomic(path, big);
+    ::_exit(0);
+  }
+  const auto tmp = std::filesystem::path(path.string() + ".tmp." + std::to_string(child));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::error_code ec;
+  while (std::filesystem::file_size(tmp, ec) == 0 || ec) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(std::filesystem::file_size(tmp) < big.size());  // it really was cut short
+
+  CHECK(core::read_text_file(path) == before);
+  CHECK(train::latest_checkpoint(dir.path()) == path);
+  Trainee resumed(2);
+  train::read_checkpoint(path, config, resumed.backend, resumed.sgd);
+  CHECK(same_parameters(original.backend, resumed.backend));
+}
