@@ -335,6 +335,10 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
     if (outcome.preempted) {
       const auto path = checkpoints.save(checkpoint_name(epoch, m.steps),
                                          progress(epoch, m.steps, m), *s.backend, *s.optimizer);
+      // No rank exits before rank 0 has written it: a launcher may stop the rest when one exits
+      // (srun --kill-on-bad-exit).
+      std::vector<double> barrier = {0};
+      s.backend->all_reduce_sum(barrier);
       throw preempted(m, s.train_loader->batches_per_epoch(), path, writer);
     }
     evaluate_epoch(s, m);
