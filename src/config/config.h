@@ -32,6 +32,7 @@ struct OptimizerConfig {
   double lr = 0.2;
   double momentum = 0.0;
   double weight_decay = 0.0;
+  double grad_clip_norm = 0;  // clip the gradients' global L2 norm to this; 0: no clipping
 };
 
 struct TrainConfig {
@@ -90,7 +91,7 @@ struct Config {
   ParallelConfig parallel;
   EarlyStoppingConfig early_stopping;
   CheckpointConfig checkpoint;
-  std::string precision = "fp32";  // fp32 (fp16 and bf16: later)
+  std::string precision = "fp32";  // fp32 | fp16 (GPUs, with loss scaling) | bf16
   RuntimeConfig runtime;
   LogConfig log;
 };

@@ -1,6 +1,5 @@
 #include "config/json_merge.h"
 
-#include "config/future_keys.h"
 #include "core/error.h"
 
 namespace dptrain::config {
@@ -42,13 +41,6 @@ std::string type_name(const json& value) {
 void check_unknown(const json& base, const std::string& key, const std::string& path,
                    const std::string& source) {
   if (base.contains(key)) return;
-  const std::string feature = future_feature(path);
-  if (!feature.empty()) {
-    throw Error(ErrorCode::kNotSupported,
-                source + ": " + path + ": " + feature + " is not supported yet in dptrain " +
-                    DPTRAIN_VERSION,
-                "remove the key; it will be accepted once " + feature + " lands");
-  }
   std::string known;
   for (const auto& item : base.items()) known += (known.empty() ? "" : ", ") + item.key();
   fail(source, path, "unknown key", "known keys here: " + known);

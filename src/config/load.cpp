@@ -168,6 +168,7 @@ Config from_tree(const json& j, const KeySources& sources,
   c.optimizer.lr = o.at("lr").get<double>();
   c.optimizer.momentum = o.at("momentum").get<double>();
   c.optimizer.weight_decay = o.at("weight_decay").get<double>();
+  c.optimizer.grad_clip_norm = o.at("grad_clip_norm").get<double>();
   const json& t = j.at("train");
   c.train.epochs = t.at("epochs").get<int64_t>();
   c.train.limit_train_batches = t.at("limit_train_batches").get<int64_t>();
@@ -236,11 +237,10 @@ Config from_tree(const json& j, const KeySources& sources,
   check_early_stopping(check, c.early_stopping, c.checkpoint.save_best, c.data.val_split);
   check.at_least("checkpoint.every_epochs", c.checkpoint.every_epochs, 0);
   check.at_least("checkpoint.keep_last", c.checkpoint.keep_last, 0);
-  if (c.precision == "fp16" || c.precision == "bf16") {
-    check.fail("precision", "\"" + c.precision + "\" is not supported yet", "use \"fp32\" for now",
-               ErrorCode::kNotSupported);
+  if (!(c.optimizer.grad_clip_norm >= 0)) {
+    check.fail("optimizer.grad_clip_norm", "must be >= 0", "0 turns clipping off; 1.0 is usual");
   }
-  check.one_of("precision", c.precision, {"fp32"});
+  check.one_of("precision", c.precision, {"fp32", "fp16", "bf16"});
   check.at_least("runtime.threads", c.runtime.threads, 0);
   check.one_of("log.level", c.log.level, {"trace", "debug", "info", "warn", "error", "off"});
   check.at_least("log.every_steps", c.log.every_steps, 0);

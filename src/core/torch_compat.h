@@ -2,6 +2,7 @@
 // 2.x of official and pip builds) lives here, so that the rest of the code reads the same on both.
 #pragma once
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -28,6 +29,46 @@ using InferenceGuard = c10::InferenceMode;
 using CollectiveGroup = c10d::Backend;
 #else
 using CollectiveGroup = c10d::ProcessGroup;
+#endif
+
+// Autocast's per-thread switches for one device type (CPU or CUDA). 2.4 replaced the functions
+// named after each device (set_cpu_enabled, set_autocast_gpu_dtype, ...) with ones that take it.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+inline bool autocast_enabled(c10::DeviceType type) {
+  return at::autocast::is_autocast_enabled(type);
+}
+inline void set_autocast_enabled(c10::DeviceType type, bool on) {
+  at::autocast::set_autocast_enabled(type, on);
+}
+inline at::ScalarType autocast_dtype(c10::DeviceType type) {
+  return at::autocast::get_autocast_dtype(type);
+}
+inline void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(type, dtype);
+}
+#else
+inline bool autocast_enabled(c10::DeviceType type) {
+  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled()
+                                       : at::autocast::is_cpu_enabled();
+}
+inline void set_autocast_enabled(c10::DeviceType type, bool on) {
+  if (type == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_cpu_enabled(on);
+  }
+}
+inline at::ScalarType autocast_dtype(c10::DeviceType type) {
+  return type == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                       : at::autocast::get_autocast_cpu_dtype();
+}
+inline void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
+  if (type == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+}
 #endif
 
 }  // namespace dptrain::core::compat

@@ -25,9 +25,11 @@ torch::Tensor rebase_onto_flat(const std::vector<torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
   for (const auto& t : tensors) {
-    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
-                "dp: the model mixes parameter dtypes (", t.scalar_type(), " and ",
-                tensors[0].scalar_type(), "); dp needs one");
+    if (t.scalar_type() != tensors[0].scalar_type()) {
+      throw core::Error(core::ErrorCode::kNotSupported,
+                        "dp: parameters of several dtypes in one model",
+                        "keep the model's parameters in one dtype");
+    }
     parts.push_back(t.detach().reshape({-1}));
   }
   const torch::Tensor flat = torch::cat(parts);

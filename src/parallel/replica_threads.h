@@ -1,7 +1,8 @@
 // The threads that run dp's replicas side by side, one per device. They live as long as the
 // backend, so a step costs two hand-offs, not thread start-ups. Replica 0 runs on the calling
 // thread; each job runs under the caller's thread-local state (grad mode, inference mode, autocast
-// keys), which a new thread would otherwise not have.
+// on or off and its dtypes), which a new thread would otherwise not have, and clears autocast's
+// cast cache when it ends (the next step's weights are new).
 #pragma once
 
 #include <ATen/ThreadLocalState.h>
@@ -39,6 +40,8 @@ class ReplicaThreads {
   std::condition_variable finished_;
   const std::function<void(size_t)>* job_ = nullptr;
   std::optional<at::ThreadLocalState> caller_state_;
+  at::ScalarType caller_cpu_autocast_ = at::kBFloat16;  // thread-local in LibTorch
+  at::ScalarType caller_cuda_autocast_ = at::kHalf;
   std::vector<std::exception_ptr> errors_;
   size_t active_ = 0;     // jobs in the current round
   size_t remaining_ = 0;  // worker jobs of the current round not yet finished

@@ -141,6 +141,7 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
        {{"best_epoch", progress.early_stopping.best_epoch},
         {"best", progress.early_stopping.best},
         {"without_improvement", progress.early_stopping.without_improvement}}},
+      {"scaler", {{"scale", progress.scaler.scale}, {"clean_steps", progress.scaler.clean_steps}}},
       {"parameters", params.size()},
       {"best_weights", progress.best_weights.size()},
   };
@@ -207,6 +208,8 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
   p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
                       es.at("without_improvement").get<int64_t>()};
   p.best_weights = read_tensors(archive, "best_", meta.at("best_weights").get<size_t>());
+  p.scaler = {meta.at("scaler").at("scale").get<double>(),
+              meta.at("scaler").at("clean_steps").get<int64_t>()};
   return p;
 }
 

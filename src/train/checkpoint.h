@@ -1,5 +1,6 @@
 // Checkpoints: everything a run needs to go on as if it had never stopped. The model's
-// parameters, the optimizer's state, the early-stopping watch (and the best weights it holds),
+// parameters, the optimizer's state, the loss scaler, the early-stopping watch (and the best
+// weights it holds),
 // the finished epochs' records, where in an epoch it stopped, the CPU random generator, and the
 // resolved config. One file each, written atomically (temporary file, then rename) by rank 0.
 // The samplers need no state of their own: an epoch's order follows from the seed and its number.
@@ -15,6 +16,7 @@
 #include "config/config.h"
 #include "parallel/backend.h"
 #include "train/early_stopping.h"
+#include "train/grad_scaler.h"
 #include "train/metrics.h"
 
 namespace dptrain::train {
@@ -27,6 +29,7 @@ struct Progress {
   std::vector<EpochMetrics> epochs;  // the finished epochs' records
   EarlyStopping::State early_stopping;
   std::vector<torch::Tensor> best_weights;  // early stopping's, when it restores them
+  GradScaler::State scaler;                 // fp16's loss scale
 };
 
 void write_checkpoint(const std::filesystem::path& path, const config::Config& config,

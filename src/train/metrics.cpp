@@ -18,6 +18,8 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"comm_wait_sec", m.comm_wait_sec},
                       {"train_samples", m.train_samples},
                       {"steps", m.steps},
+                      {"skipped_steps", m.skipped_steps},
+                      {"loss_scale", m.loss_scale},
                       {"samples_per_sec", m.samples_per_sec()}};
   if (m.has_val) {
     j["val_loss"] = m.val_loss;
@@ -53,6 +55,8 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.comm_wait_sec = number(j, "comm_wait_sec");
   m.train_samples = j.at("train_samples").get<int64_t>();
   m.steps = j.at("steps").get<int64_t>();
+  m.skipped_steps = j.value("skipped_steps", int64_t{0});
+  m.loss_scale = j.value("loss_scale", 0.0);
   return m;
 }
 

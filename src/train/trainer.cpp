@@ -22,6 +22,8 @@
 #include "train/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
+#include "train/grad_scaler.h"
+#include "train/precision.h"
 #include "train/report.h"
 
 namespace dptrain::train {
@@ -76,6 +78,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const config::OptimizerC
 struct Session {
   std::unique_ptr<parallel::Backend> backend;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::optional<at::ScalarType> autocast;                   // none: fp32
+  GradScaler scaler{GradScalerOptions{/*enabled=*/false}};  // fp16 only
+  double grad_clip_norm = 0;
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;  // only with data.val_split > 0
   std::unique_ptr<data::Loader> test_loader;
@@ -117,6 +122,10 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   Session s;
   s.backend = parallel::make_backend(config.parallel, model::make_model(config.model), rank);
   s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
+  check_precision_devices(config.precision, s.backend->devices());
+  s.autocast = autocast_dtype(config.precision);
+  s.scaler = GradScaler(GradScalerOptions{/*enabled=*/config.precision == "fp16"});
+  s.grad_clip_norm = config.optimizer.grad_clip_norm;
   const torch::Device device = s.backend->input_device();
 
   const std::filesystem::path data_dir =
@@ -193,6 +202,7 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
   double earlier_sec = 0;
   if (resume) {
     m.steps = resume->steps_done;
+    m.skipped_steps = resume->partial.skipped_steps;  // the same on every rank
     earlier_sec = resume->partial.train_sec;
     // The checkpoint holds the sums over every rank; rank 0 carries them on alone.
     if (backend.rank() == 0) {
@@ -207,13 +217,26 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
   s.train_loader->start_epoch(epoch);
   for (int64_t k = 0; k < m.steps; ++k) s.train_loader->next();  // trained on before the stop
   core::Stopwatch timer;
+  const std::vector<torch::Tensor> params = backend.parameters();
   while (auto batch = s.train_loader->next()) {
+    // nanoGPT's order: zero, forward under autocast, scaled backward, the gradients complete
+    // (all-reduced, or summed over the replicas), unscale, clip, step unless inf/nan, rescale.
     s.optimizer->zero_grad();
-    const torch::Tensor logits = backend.forward(batch->images);
-    const torch::Tensor loss = F::cross_entropy(logits, batch->labels);
-    loss.backward();
+    torch::Tensor logits;
+    torch::Tensor loss;
+    {
+      const AutocastScope autocast(backend.devices(), s.autocast);
+      logits = backend.forward(batch->images);
+      loss = F::cross_entropy(logits, batch->labels);
+    }
+    s.scaler.scale_loss(loss).backward();
     backend.synchronize_gradients();
-    s.optimizer->step();
+    if (s.grad_clip_norm > 0) {
+      s.scaler.unscale(params);
+      torch::nn::utils::clip_grad_norm_(params, s.grad_clip_norm);
+    }
+    if (!s.scaler.step(*s.optimizer, params)) ++m.skipped_steps;
+    s.scaler.update();
 
     torch::NoGradGuard no_grad;
     loss_sum += loss.detach().to(torch::kFloat64) * batch->size();
@@ -234,6 +257,7 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
   parallel::synchronize(backend.input_device());
   m.train_sec = earlier_sec + timer.seconds();
   m.comm_wait_sec = backend.communication_wait_seconds() - waited_before;
+  if (s.scaler.enabled()) m.loss_scale = s.scaler.scale();
 
   std::vector<double> totals = {loss_sum.item<double>(),
                                 static_cast<double>(correct.item<int64_t>()),
@@ -253,6 +277,7 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
 // The validation (when held out) and test figures of the parameters as they are now.
 void evaluate_epoch(Session& s, EpochMetrics& m) {
   core::Stopwatch timer;
+  const AutocastScope autocast(s.backend->devices(), s.autocast);
   if (s.val_loader) {
     const EvalResult val = evaluate(*s.backend, *s.val_loader);
     m.has_val = true;
@@ -310,6 +335,7 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
     start = read_checkpoint(*resume, config, *s.backend, *s.optimizer);
     result.epochs = start.epochs;
     watcher.restore(start.early_stopping, start.best_weights);
+    s.scaler.restore(start.scaler);
     spdlog::info("resumed from {}: epoch {}, step {}", resume->string(), start.epoch + 1,
                  start.steps_done);
   }
@@ -324,6 +350,7 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
     p.epochs = result.epochs;
     p.early_stopping = watcher.state();
     p.best_weights = watcher.best_weights();
+    p.scaler = s.scaler.state();
     return p;
   };
 

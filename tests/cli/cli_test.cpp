@@ -90,12 +90,6 @@ TEST_CASE("an unknown option or missing file is a usage error with status 2", "[
   CHECK_THAT(bare.err, Catch::Contains("A subcommand is required"));
 }
 
-TEST_CASE("asking for a feature that has not landed exits 7, not supported yet", "[cli]") {
-  const auto result = run_dptrain("train --set precision=bf16");
-  CHECK(result.status == 7);
-  CHECK_THAT(result.err, Catch::Contains("not supported yet"));
-}
-
 TEST_CASE("missing data exits 4 and says where it looked", "[cli]") {
   TempDir dir;
   const auto result = run_dptrain("train --set data.dir=" + dir.path().string());

@@ -106,13 +106,14 @@ TEST_CASE("an out-of-range value is an error naming where it came from", "[confi
         "exp.json: parallel.devices: entry 0 \"gpu0\" is not a device");
 }
 
-TEST_CASE("features that have not landed are 'not supported yet', never a fallback", "[config]") {
-  CHECK(error_of([] { resolve(R"({"precision": "bf16"})"); }, ErrorCode::kNotSupported) ==
-        "exp.json: precision: \"bf16\" is not supported yet");
-  CHECK_THAT(
-      error_of([] { resolve("{}", {"optimizer.grad_clip_norm=1"}); }, ErrorCode::kNotSupported),
-      Catch::StartsWith("--set optimizer.grad_clip_norm=1: optimizer.grad_clip_norm: mixed "
-                        "precision and gradient clipping is not supported yet"));
+TEST_CASE("precision and gradient clipping are checked", "[config]") {
+  CHECK(resolve(R"({"precision": "bf16"})").precision == "bf16");
+  CHECK(resolve("{}", {"precision=fp16"}).precision == "fp16");
+  CHECK(resolve("{}", {"optimizer.grad_clip_norm=1"}).optimizer.grad_clip_norm == 1);
+  CHECK(error_of([] { resolve(R"({"precision": "fp8"})"); }, ErrorCode::kConfig) ==
+        "exp.json: precision: unknown value \"fp8\"");
+  CHECK(error_of([] { resolve("{}", {"optimizer.grad_clip_norm=-1"}); }, ErrorCode::kConfig) ==
+        "--set optimizer.grad_clip_norm=-1: optimizer.grad_clip_norm: must be >= 0");
 }
 
 TEST_CASE("ddp's keys are checked: devices, transport, bucket size, timeout", "[config]") {
