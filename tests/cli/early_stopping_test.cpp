@@ -69,11 +69,19 @@ TEST_CASE("a plateau stops the run at the patience's epoch and restores the best
                                   load_parameters(one_epoch / "model.pt")) <= 1e-4);
   }
 
-  // Without restore_best the run ends with its last weights, those of epoch 3.
+  // Without restore_best the run ends with its last weights, those of epoch 3. With save_best,
+  // best.pt is the checkpoint written after epoch 1, the best.
   const auto kept = dir / "kept";
   REQUIRE(run_dptrain(plateau_args(dir, 6) + " --set parallel.devices=cpu" + kWatchTrainLoss +
-                      " --set early_stopping.restore_best=false --output " + kept.string())
+                      " --set early_stopping.restore_best=false --set checkpoint.save_best=true"
+                      " --output " +
+                      kept.string())
               .status == 0);
+  torch::serialize::InputArchive best;
+  best.load_from((kept / "checkpoints" / "best.pt").string());
+  c10::IValue meta;
+  best.read("meta", meta);
+  CHECK(nlohmann::json::parse(meta.toStringRef()).at("epochs").size() == 1);
   CHECK(max_relative_difference(load_parameters(kept / "model.pt"),
                                 load_parameters(three_epochs / "model.pt")) == 0);
   CHECK(summary_of(kept).at("best_epoch") == 1);

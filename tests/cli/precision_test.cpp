@@ -2,6 +2,9 @@
 // arithmetic but not the outcome by much, on single and dp; fp16 is refused on a CPU; clipping
 // bounds the step.
 #include <catch2/catch.hpp>
+#include <iostream>
+
+#include "core/fs.h"
 
 #include "support/fixtures.h"
 #include "support/runs.h"
@@ -60,6 +63,29 @@ TEST_CASE("bf16 autocast computes in bfloat16 and stays close to fp32, on single
   CHECK(apart < 0.01);
   CHECK(relative_distance(load_parameters(dir / "bf16-dp" / "model.pt"), bf16_params) < 0.01);
   CHECK(summary_of(dir / "bf16").at("precision") == "bf16");
+}
+
+TEST_CASE("fp16 with loss scaling and bf16 on cuda:0 stay close to fp32", "[cli][amp][cuda]") {
+  if (!torch::cuda::is_available()) {
+    std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
+    return;
+  }
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 90);
+  const std::string gpu = "--set parallel.devices=cuda:0 ";
+  REQUIRE(run_dptrain(tiny_run(dir, gpu, "fp32")).status == 0);
+  const auto fp32 = load_parameters(dir / "fp32" / "model.pt");
+  for (const std::string precision : {"fp16", "bf16"}) {
+    INFO(precision);
+    const auto result = run_dptrain(tiny_run(dir, gpu + "--set precision=" + precision, precision));
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    CHECK(relative_distance(load_parameters(dir / precision / "model.pt"), fp32) < 0.01);
+  }
+  const auto record =
+      nlohmann::json::parse(dptrain::core::read_text_file(dir / "fp16" / "metrics.jsonl"));
+  CHECK(record.at("loss_scale").get<double>() >= 1.0);
+  CHECK(record.at("skipped_steps").get<int64_t>() < record.at("steps").get<int64_t>());
 }
 
 TEST_CASE("fp16 on a CPU is a config error with a hint", "[cli][amp]") {
