@@ -2,23 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
-#include "data/holdout.h"
-#include "data/locate.h"
-#include "model/registry.h"
 #include "parallel/devices.h"
-#include "parallel/factory.h"
 #include "train/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
@@ -28,149 +22,9 @@
 
 namespace dptrain::train {
 
-int64_t per_rank_batch(int64_t batch_size, int world_size) {
-  if (batch_size % world_size != 0) {
-    const int64_t below = batch_size / world_size * world_size;
-    const std::string examples =
-        below > 0 ? std::to_string(below) + " or " + std::to_string(below + world_size)
-                  : std::to_string(world_size);
-    throw core::Error(core::ErrorCode::kConfig,
-                      "data.batch_size: " + std::to_string(batch_size) +
-                          " does not split evenly over " + std::to_string(world_size) + " ranks",
-                      "use a multiple of " + std::to_string(world_size) + ", such as " + examples);
-  }
-  return batch_size / world_size;
-}
-
 namespace {
 
 namespace F = torch::nn::functional;
-
-// How many threads of this machine compute side by side: a thread per local ddp rank, and within
-// a process a thread per dp replica on the CPU.
-int cpu_compute_threads(const config::ParallelConfig& parallel, const dist::RankInfo& rank) {
-  int per_process = 1;
-  if (parallel.backend == "dp") {
-    per_process = static_cast<int>(
-        std::count(parallel.devices.begin(), parallel.devices.end(), std::string("cpu")));
-  }
-  return std::max(1, rank.local_world_size) * std::max(1, per_process);
-}
-
-// 0 threads: the machine's cores, shared out between the threads that compute at once (as
-// torchrun's OMP_NUM_THREADS=1 default intends: ranks that each take every core slow each other).
-void apply_runtime(const config::Config& config, const dist::RankInfo& rank) {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  const int threads = config.runtime.threads > 0
-                          ? static_cast<int>(config.runtime.threads)
-                          : cores / cpu_compute_threads(config.parallel, rank);
-  torch::set_num_threads(std::max(1, threads));
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const config::OptimizerConfig& c,
-                                                        std::vector<torch::Tensor> params) {
-  // config validation admits "sgd" alone for now.
-  return std::make_unique<torch::optim::SGD>(
-      std::move(params),
-      torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
-}
-
-struct Session {
-  std::unique_ptr<parallel::Backend> backend;
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::optional<at::ScalarType> autocast;                   // none: fp32
-  GradScaler scaler{GradScalerOptions{/*enabled=*/false}};  // fp16 only
-  double grad_clip_norm = 0;
-  std::unique_ptr<data::Loader> train_loader;
-  std::unique_ptr<data::Loader> val_loader;  // only with data.val_split > 0
-  std::unique_ptr<data::Loader> test_loader;
-};
-
-// The loader keys that do nothing with this placement and device, said once instead of ignored.
-void log_inert_loader_keys(const config::DataConfig& c, data::Placement placement,
-                           torch::Device device) {
-  std::vector<std::string> inert;
-  if (placement == data::Placement::kDevice) {
-    if (c.num_workers > 0) inert.push_back("data.num_workers");
-    if (c.prefetch_batches > 0) inert.push_back("data.prefetch_batches");
-    if (c.pin_memory) inert.push_back("data.pin_memory");
-  } else if (c.pin_memory && !device.is_cuda()) {
-    inert.push_back("data.pin_memory");
-  }
-  for (const auto& key : inert) {
-    spdlog::info("{} has no effect with data placement \"{}\" on {}", key,
-                 data::placement_name(placement), device.str());
-  }
-}
-
-data::LoaderOptions loader_options(const config::Config& config, data::Placement placement,
-                                   int world_size) {
-  data::LoaderOptions o;
-  o.batch_size = per_rank_batch(config.data.batch_size, world_size);
-  o.drop_last = config.data.drop_last;
-  o.limit_batches = config.train.limit_train_batches;
-  o.placement = placement;
-  o.num_workers = config.data.num_workers;
-  o.prefetch_batches = config.data.prefetch_batches;
-  o.pin_memory = config.data.pin_memory;
-  return o;
-}
-
-Session build_session(const config::Config& config, const dist::RankInfo& rank) {
-  // The backend first: a device that is not there fails before the data set is read.
-  torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
-  Session s;
-  s.backend = parallel::make_backend(config.parallel, model::make_model(config.model), rank);
-  s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
-  check_precision_devices(config.precision, s.backend->devices());
-  s.autocast = autocast_dtype(config.precision);
-  s.scaler = GradScaler(GradScalerOptions{/*enabled=*/config.precision == "fp16"});
-  s.grad_clip_norm = config.optimizer.grad_clip_norm;
-  const torch::Device device = s.backend->input_device();
-
-  const std::filesystem::path data_dir =
-      data::locate_data_dir(config.data.dir, config.data.dataset);
-  data::Splits splits = data::load_splits(data_dir);
-  std::shared_ptr<const data::ImageDataset> val;
-  if (config.data.val_split > 0) {
-    data::HeldOut held = data::hold_out(*splits.train, config.data.val_split, config.seed);
-    splits.train = held.train;
-    val = held.val;
-    spdlog::info("data: {} training samples, {} held out for validation", splits.train->size(),
-                 val->size());
-  }
-  const data::Placement placement = data::resolve_placement(config.data.placement, device);
-  spdlog::info("data: {} from {}, placed on the {}{}", config.data.dataset, data_dir.string(),
-               data::placement_name(placement),
-               placement == data::Placement::kHost
-                   ? fmt::format(" ({} workers)", config.data.num_workers)
-                   : std::string());
-  log_inert_loader_keys(config.data, placement, device);
-
-  // Every rank shuffles with the same seed and takes its share of each global batch; world size 1
-  // is just the case where that share is everything.
-  const int world = s.backend->world_size();
-  const int me = s.backend->rank();
-  const data::LoaderOptions train_options = loader_options(config, placement, world);
-  data::DistributedSampler::Options shards;
-  shards.world_size = world;
-  shards.rank = me;
-  shards.seed = config.seed;
-  s.train_loader = data::make_loader(
-      splits.train, std::make_shared<data::DistributedSampler>(splits.train->size(), shards),
-      train_options, device);
-  data::LoaderOptions test_options = train_options;
-  test_options.drop_last = false;
-  test_options.limit_batches = config.train.limit_eval_batches;
-  // Evaluation shards every set over the ranks; their counts are summed.
-  auto eval_loader = [&](const std::shared_ptr<const data::ImageDataset>& split) {
-    return data::make_loader(split, std::make_shared<data::ShardSampler>(split->size(), world, me),
-                             test_options, device);
-  };
-  if (val) s.val_loader = eval_loader(val);
-  s.test_loader = eval_loader(splits.test);
-  return s;
-}
 
 // ddp ranks vote on a preemption every this many steps: a vote is an all-reduce that waits for
 // the device, too costly for every step on a GPU. Alone (single, dp) the flag is read every step.
@@ -317,7 +171,6 @@ void save_parameters(parallel::Backend& backend, const std::filesystem::path& pa
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
                   std::ostream& console, const dist::RankInfo& rank,
                   const std::optional<std::filesystem::path>& resume) {
-  apply_runtime(config, rank);
   Session s = build_session(config, rank);
   const bool writer = s.backend->rank() == 0;
   if (writer) {

@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "dist/rendezvous.h"
 #include "train/metrics.h"
+#include "train/session.h"
 
 namespace dptrain::train {
 
@@ -17,11 +18,6 @@ struct TrainResult {
   RunSummary summary;
   std::vector<EpochMetrics> epochs;
 };
-
-// data.batch_size is the global batch: each of W ranks takes B/W of it, as d2l splits a batch over
-// its GPUs, so that W ranks take the optimizer step one device takes on B. A config error when
-// it does not divide.
-int64_t per_rank_batch(int64_t batch_size, int world_size);
 
 // Trains as `config` says, as `rank` of its job (alone by default), from the start or from the
 // checkpoint `resume`. Rank 0 writes config.json, metrics.jsonl, summary.json, model.pt (the

@@ -40,7 +40,7 @@ double relative_distance(const std::vector<torch::Tensor>& a, const std::vector<
 
 }  // namespace
 
-TEST_CASE("bf16 autocast computes in bfloat16 and stays close to fp32, on single and dp",
+TEST_CASE("bf16 autocast computes in bfloat16 and stays close to fp32, on every backend",
           "[cli][amp]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 90);
@@ -48,12 +48,15 @@ TEST_CASE("bf16 autocast computes in bfloat16 and stays close to fp32, on single
   const auto bf16 = run_dptrain(tiny_run(dir, "--set precision=bf16", "bf16"));
   INFO(bf16.err);
   REQUIRE(bf16.status == 0);
-  const auto dp = run_dptrain(tiny_run(
-      dir,
-      "--set precision=bf16 --set parallel.backend=dp --set parallel.devices='[\"cpu\",\"cpu\"]'",
-      "bf16-dp"));
-  INFO(dp.err);
-  REQUIRE(dp.status == 0);
+  // dp and ddp over two CPUs: autocast reaches dp's replica threads and ddp's ranks.
+  for (const std::string backend : {"dp", "ddp"}) {
+    const auto run = run_dptrain(tiny_run(dir,
+                                          "--set precision=bf16 --set parallel.backend=" + backend +
+                                              " --set parallel.devices='[\"cpu\",\"cpu\"]'",
+                                          "bf16-" + backend));
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+  }
   const auto fp32_params = load_parameters(dir / "fp32" / "model.pt");
   const auto bf16_params = load_parameters(dir / "bf16" / "model.pt");
   // bfloat16 keeps 8 bits of mantissa: visibly different arithmetic, the same training.
@@ -61,7 +64,10 @@ TEST_CASE("bf16 autocast computes in bfloat16 and stays close to fp32, on single
   INFO("bf16 against fp32: " << apart);
   CHECK(apart > 1e-5);
   CHECK(apart < 0.01);
-  CHECK(relative_distance(load_parameters(dir / "bf16-dp" / "model.pt"), bf16_params) < 0.01);
+  for (const char* other : {"bf16-dp", "bf16-ddp"}) {
+    INFO(other);
+    CHECK(relative_distance(load_parameters(dir / other / "model.pt"), bf16_params) < 0.01);
+  }
   CHECK(summary_of(dir / "bf16").at("precision") == "bf16");
 }
 

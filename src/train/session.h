@@ -1,0 +1,39 @@
+// What one run trains with, put together from a resolved config: the backend around a freshly
+// initialised model, the optimizer, the precision settings and the loaders, each rank taking its
+// share of every global batch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+
+#include "config/config.h"
+#include "data/loader.h"
+#include "dist/rendezvous.h"
+#include "parallel/backend.h"
+#include "train/grad_scaler.h"
+
+namespace dptrain::train {
+
+struct Session {
+  std::unique_ptr<parallel::Backend> backend;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::optional<at::ScalarType> autocast;                   // none: fp32
+  GradScaler scaler{GradScalerOptions{/*enabled=*/false}};  // fp16 only
+  double grad_clip_norm = 0;
+  std::unique_ptr<data::Loader> train_loader;
+  std::unique_ptr<data::Loader> val_loader;  // only with data.val_split > 0
+  std::unique_ptr<data::Loader> test_loader;
+};
+
+// data.batch_size is the global batch: each of W ranks takes B/W of it, as d2l splits a batch over
+// its GPUs, so that W ranks take the optimizer step one device takes on B. A config error when
+// it does not divide.
+int64_t per_rank_batch(int64_t batch_size, int world_size);
+
+// Sets this process's intra-op threads, then builds the session. The backend comes first, so that
+// a device that is not there fails before the data set is read.
+Session build_session(const config::Config& config, const dist::RankInfo& rank);
+
+}  // namespace dptrain::train
