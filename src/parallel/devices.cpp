@@ -23,8 +23,9 @@ torch::Device resolve_device(const std::string& spec, const std::string& key) {
   if (!have_cuda) {
     throw core::Error(core::ErrorCode::kDevice,
                       key + ": \"" + spec + "\" asks for a GPU, but this LibTorch sees none",
-                      "use \"cpu\" or \"auto\", or build against a CUDA LibTorch (dptrain info "
-                      "tells what this build has)");
+                      "use \"cpu\" or \"auto\" (several devices: repeat one, as in "
+                      "--set parallel.devices='[\"cpu\",\"cpu\"]'), or build against a CUDA "
+                      "LibTorch (dptrain info tells what this build has)");
   }
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   const int64_t index = device.has_index() ? device.index() : 0;
@@ -32,7 +33,9 @@ torch::Device resolve_device(const std::string& spec, const std::string& key) {
     throw core::Error(core::ErrorCode::kDevice,
                       key + ": \"" + spec + "\" does not exist; this machine has " +
                           std::to_string(count) + " GPU(s)",
-                      "use cuda:0 to cuda:" + std::to_string(count - 1));
+                      "use cuda:0 to cuda:" + std::to_string(count - 1) +
+                          "; to try a config for more GPUs on this machine, repeat a device, as "
+                          "in --set parallel.devices='[\"cuda:0\",\"cuda:0\"]'");
   }
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# d2l §13.5 reproduced: trains the configs below and writes, into OUT (default
+# docs/results/<date>): results.md (a table of config, backend, devices, precision, test acc,
+# sec/epoch, samples/s, and the machine) and plots/<config>.svg (train loss, train acc and test acc
+# per epoch, as d2l's figures show them), plus each run's folder under runs/.
+#
+#   scripts/reproduce_d2l.sh [--out DIR] [--cpu | --one-gpu] [--configs "NAME ..."] [-- ARGS ...]
+#
+# The configs ask for GPUs (cuda:0, and cuda:1 for the two-device ones). --one-gpu runs every
+# device of a config on cuda:0 (the two-device configs as [cuda:0, cuda:0]: their mechanics, not
+# two GPUs' speed); --cpu runs each on as many CPU devices instead; arguments after -- go to
+# every `dptrain train` (e.g. -- --set train.epochs=2). A run that fails is reported in the table
+# with its exit status, and the others still run. Needs jq and gnuplot-nox (installed if missing).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out="$root/docs/results/$(date +%Y-%m-%d)"
+configs="d2l_1gpu d2l_2gpu_dp d2l_2gpu_ddp d2l_2gpu_dp_b512"
+devices_as="" mode_flag=""  # "cpu" or "cuda:0": every device of a config becomes that one
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --cpu) devices_as=cpu mode_flag=" --cpu"; shift ;;
+    --one-gpu) devices_as=cuda:0 mode_flag=" --one-gpu"; shift ;;
+    --configs) configs=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "usage: $0 [--out DIR] [--cpu | --one-gpu] [--configs \"NAME ...\"] [-- ARGS ...]" >&2; exit 2 ;;
+  esac
+done
+
+"$root/scripts/setup.sh" jq gnuplot-nox
+"$root/scripts/build.sh"
+bin=${BUILD_DIR:-$root/build}/dptrain
+mkdir -p "$out/runs" "$out/plots"
+
+# plot RUN NAME: train loss, train acc and test acc per epoch, d2l's three curves.
+plot() {
+  local data="$out/plots/$2.dat"
+  jq -r '[.epoch, .train_loss, .train_acc, .test_acc] | @tsv' "$1/metrics.jsonl" >"$data"
+  gnuplot <<GNUPLOT
+set terminal svg size 480,360 dynamic font "sans,12"
+set output "$out/plots/$2.svg"
+set title "$2" noenhanced
+set xlabel "epoch"
+set xtics 1
+set key outside bottom center horizontal
+set grid
+set yrange [0:2.5]
+plot "$data" using 1:2 with linespoints title "train loss", \
+     "$data" using 1:3 with linespoints title "train acc", \
+     "$data" using 1:4 with linespoints title "test acc"
+GNUPLOT
+  rm -f "$data"
+}
+
+rows=()
+for name in $configs; do
+  config="$root/configs/$name.json"
+  run="$out/runs/$name"
+  args=(train --config "$config" --output "$run" --overwrite)
+  if [[ -n $devices_as ]]; then
+    args+=(--set "parallel.devices=$(jq -c --arg d "$devices_as" '.parallel.devices | map($d)' "$config")")
+  fi
+  echo "== $name" >&2
+  status=0
+  "$bin" "${args[@]}" "${extra[@]}" || status=$?
+  if [[ $status -ne 0 ]]; then
+    rows+=("| $name | | | | failed (exit $status) | | |")
+    continue
+  fi
+  rows+=("$(jq -r --arg name "$name" '"| \($name) | \(.backend) | \(.devices | join(", ")) | \(.precision) | \(.test_acc * 1000 | round / 1000) | \(.sec_per_epoch * 1000 | round / 1000) | \(.samples_per_sec | round) |"' "$run/summary.json")")
+  plot "$run" "$name"
+done
+
+gpu="none"
+if command -v nvidia-smi >/dev/null; then
+  gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+fi
+{
+  echo "# d2l §13.5 reproduced"
+  echo
+  echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "- machine: $(nproc) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), GPU: $gpu"
+  "$bin" info | sed -n 's/^\(libtorch\|cuda\|cudnn\|nccl\|gloo\): /- \1: /p'
+  echo "- command: scripts/reproduce_d2l.sh${mode_flag}${extra[*]:+ -- ${extra[*]}}"
+  echo
+  echo "| config | backend | devices | precision | test acc | sec/epoch | samples/s |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  echo
+  for name in $configs; do
+    [[ -f "$out/plots/$name.svg" ]] && echo "![$name](plots/$name.svg)"
+  done
+} >"$out/results.md"
+echo "wrote $out/results.md" >&2
