@@ -50,4 +50,6 @@ TEST_CASE("dp names the device entry that is not there", "[cli][dp]") {
       (dir / "out").string());
   CHECK(result.status == 6);
   CHECK_THAT(result.err, Catch::Contains("device error: parallel.devices[1]: \"cuda:7\""));
+  // The hint offers the repeated-device form, which runs a multi-device config on fewer devices.
+  CHECK_THAT(result.err, Catch::Contains("repeat"));
 }
