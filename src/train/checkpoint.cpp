@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "train/parameters.h"
 
 namespace dptrain::train {
 namespace {
@@ -183,11 +184,7 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
   check_model(path, meta, config, params);
   warn_about_changes(path, meta.at("config"), config);
 
-  const auto saved = read_tensors(archive, "param_", params.size());
-  {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
-  }
+  copy_into_parameters(backend, read_tensors(archive, "param_", params.size()));
   torch::serialize::InputArchive optimizer_state;
   archive.read("optimizer", optimizer_state);
   optimizer.load(optimizer_state);

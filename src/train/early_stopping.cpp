@@ -3,23 +3,10 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/parameters.h"
 
 namespace dptrain::train {
 namespace {
-
-std::vector<torch::Tensor> host_copies(parallel::Backend& backend) {
-  std::vector<torch::Tensor> copies;
-  for (const auto& p : backend.parameters()) {
-    copies.push_back(p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
-  }
-  return copies;
-}
-
-void put_back(parallel::Backend& backend, const std::vector<torch::Tensor>& copies) {
-  torch::NoGradGuard no_grad;
-  const std::vector<torch::Tensor> params = backend.parameters();
-  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(copies[i]);
-}
 
 std::string figure(double value) {
   char buffer[32];
@@ -139,7 +126,7 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
   }
   const int64_t best = stopper_->best_epoch();
   if (restore_best_ && best > 0 && best != epochs.back().epoch) {
-    put_back(backend, best_weights_);
+    copy_into_parameters(backend, best_weights_);
     // Evaluating the restored weights again would give these same figures.
     const EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
     summary.test_acc = m.test_acc;

@@ -17,6 +17,7 @@
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
 #include "train/grad_scaler.h"
+#include "train/parameters.h"
 #include "train/precision.h"
 #include "train/report.h"
 
@@ -159,10 +160,8 @@ core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesyste
 
 // The final parameters, as torch::save writes a list of tensors (torch::load reads them back).
 void save_parameters(parallel::Backend& backend, const std::filesystem::path& path) {
-  std::vector<torch::Tensor> params;
-  for (const auto& p : backend.parameters()) params.push_back(p.detach().cpu());
   std::ostringstream bytes;
-  torch::save(params, bytes);
+  torch::save(host_copies(backend), bytes);
   core::write_file_atomic(path, bytes.str());
 }
 

@@ -1,0 +1,19 @@
+#include "train/parameters.h"
+
+namespace dptrain::train {
+
+std::vector<torch::Tensor> host_copies(parallel::Backend& backend) {
+  std::vector<torch::Tensor> copies;
+  for (const auto& p : backend.parameters()) {
+    copies.push_back(p.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
+  }
+  return copies;
+}
+
+void copy_into_parameters(parallel::Backend& backend, const std::vector<torch::Tensor>& values) {
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> params = backend.parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(values[i]);
+}
+
+}  // namespace dptrain::train
