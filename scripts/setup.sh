@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what dptrain needs on Debian 12 and does nothing when it is all there already.
 # Run as root or with sudo available. Extra package names may be passed as arguments.
+# DPTRAIN_TORCH_PACKAGES replaces the LibTorch and Gloo packages, e.g. with trixie's CUDA ones
+# (scripts/check_torch2.sh cuda: "libtorch-cuda-dev libgloo-cuda-dev libnccl-dev ...").
 set -euo pipefail
 
+read -r -a torch_packages <<<"${DPTRAIN_TORCH_PACKAGES:-libtorch-dev libgloo-dev}"
 packages=(
   build-essential cmake ninja-build pkg-config
-  libtorch-dev libgloo-dev
+  "${torch_packages[@]}"
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev
   dataset-fashion-mnist
   "$@"

@@ -13,6 +13,11 @@ class Backend;
 class ProcessGroup;
 }  // namespace c10d
 
+// True when the LibTorch being compiled against is version MAJOR.MINOR or newer.
+#define DPTRAIN_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||          \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
 namespace dptrain::core::compat {
 
 inline std::string libtorch_version() {
@@ -31,9 +36,21 @@ using CollectiveGroup = c10d::Backend;
 using CollectiveGroup = c10d::ProcessGroup;
 #endif
 
+// c10d::TCPStoreOptions: 2.4 made the store's server default to its libuv implementation, which
+// only builds made with libuv have (Debian's are not), and 1.13 has no such option. The classic
+// server is in every build and serves the few dozen ranks of a dptrain job as well.
+template <typename StoreOptions>
+void use_classic_store_server(StoreOptions& options) {
+#if DPTRAIN_TORCH_AT_LEAST(2, 4)
+  options.useLibUV = false;
+#else
+  (void)options;
+#endif
+}
+
 // Autocast's per-thread switches for one device type (CPU or CUDA). 2.4 replaced the functions
 // named after each device (set_cpu_enabled, set_autocast_gpu_dtype, ...) with ones that take it.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if DPTRAIN_TORCH_AT_LEAST(2, 4)
 inline bool autocast_enabled(c10::DeviceType type) {
   return at::autocast::is_autocast_enabled(type);
 }

@@ -1,12 +1,56 @@
 #include "core/torch_info.h"
 
+#include <ATen/detail/CUDAHooksInterface.h>
+
 #include <sstream>
 #include <thread>
 
 #include "build_features.h"
 #include "core/torch_compat.h"
 
+#if DPTRAIN_WITH_NCCL
+#include <nccl.h>
+#endif
+
 namespace dptrain::core {
+namespace {
+
+// LibTorch's CUDA hooks answer these from the CUDART_VERSION and CUDNN_VERSION it was compiled
+// with, so they need no GPU; a build without CUDA (or without cuDNN) throws instead.
+std::string cuda_build_version() {
+  try {
+    const long v = at::detail::getCUDAHooks().versionCUDART();  // 12040: 12.4
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+std::string cudnn_build_version() {
+  try {
+    const long v = at::detail::getCUDAHooks().versionCuDNN();
+    const long major_unit = v >= 90000 ? 10000 : 1000;  // cuDNN 9 widened the major's field
+    return std::to_string(v / major_unit) + "." + std::to_string(v % major_unit / 100) + "." +
+           std::to_string(v % 100);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+std::string nccl_build_version() {
+#if DPTRAIN_WITH_NCCL
+  return std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+         std::to_string(NCCL_PATCH);
+#else
+  return "";
+#endif
+}
+
+std::string built_with(const std::string& what, const std::string& version) {
+  return version.empty() ? "; not in this build" : "; built with " + what + " " + version;
+}
+
+}  // namespace
 
 TorchInfo torch_info() {
   TorchInfo info;
@@ -22,6 +66,9 @@ TorchInfo torch_info() {
   info.nccl_available = true;
 #endif
   info.cuda_device_count = info.cuda_available ? static_cast<int>(torch::cuda::device_count()) : 0;
+  info.cuda_build_version = cuda_build_version();
+  info.cudnn_build_version = cudnn_build_version();
+  info.nccl_build_version = nccl_build_version();
   info.devices.push_back("cpu");
   for (int i = 0; i < info.cuda_device_count; ++i)
     info.devices.push_back("cuda:" + std::to_string(i));
@@ -35,11 +82,14 @@ std::string format_torch_info(const TorchInfo& info) {
   std::ostringstream out;
   out << "dptrain " << DPTRAIN_VERSION << "\n"
       << "libtorch: " << info.libtorch_version << "\n"
-      << "cuda: " << yes_no(info.cuda_available) << " (" << info.cuda_device_count << " devices)\n"
-      << "cudnn: " << yes_no(info.cudnn_available) << "\n"
+      << "cuda: " << yes_no(info.cuda_available) << " (" << info.cuda_device_count << " devices)"
+      << built_with("CUDA", info.cuda_build_version) << "\n"
+      << "cudnn: " << yes_no(info.cudnn_available) << built_with("cuDNN", info.cudnn_build_version)
+      << "\n"
       << "onednn (mkldnn): " << yes_no(info.mkldnn_available) << "\n"
       << "gloo: " << yes_no(info.gloo_available) << "\n"
-      << "nccl: " << yes_no(info.nccl_available) << "\n"
+      << "nccl: " << yes_no(info.nccl_available) << built_with("NCCL", info.nccl_build_version)
+      << "\n"
       << "devices:";
   for (const auto& d : info.devices) out << " " << d;
   out << "\nthreads: " << info.cores

@@ -74,6 +74,7 @@ c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info,
   options.isServer = info.rank == 0 && !info.store_served_by_launcher;
   options.waitWorkers = false;
   options.timeout = timeout;
+  core::compat::use_classic_store_server(options);
   const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
   try {
     return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);

@@ -1,5 +1,6 @@
 #include "support/datasets.h"
 
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -49,6 +50,16 @@ int64_t thread_count() {
   for ([[maybe_unused]] const auto& entry :
        std::filesystem::directory_iterator("/proc/self/task")) {
     ++n;
+  }
+  return n;
+}
+
+int64_t thread_count_once_down_to(int64_t expected) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int64_t n = thread_count();
+  while (n > expected && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    n = thread_count();
   }
   return n;
 }

@@ -38,4 +38,10 @@ class FaultyDataset : public data::Dataset {
 // Threads of this process now (Linux: /proc/self/task).
 int64_t thread_count();
 
+// The thread count once it has come down to `expected`, or what it still is after 10 s. A joined
+// thread can stay listed in /proc/self/task for a moment after pthread_join returns (the kernel
+// wakes the joiner before it reaps the thread), long enough to be seen on a loaded machine; a
+// thread that was never joined stays for good and still fails the comparison.
+int64_t thread_count_once_down_to(int64_t expected);
+
 }  // namespace dptrain::testing

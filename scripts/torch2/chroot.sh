@@ -1,0 +1,108 @@
+# Host-side helpers of scripts/check_torch2.sh: make the trixie chroot, mount and unmount what it
+# needs, copy the working tree in, and run a command inside. Sourced; expects root, mirror, base
+# and chroot_dir to be set.
+
+mounted=()  # mount points in the order they were made; unmount_all undoes them in reverse
+child=""    # the process group running inside the chroot, stopped on exit
+
+ensure_debootstrap() {  # sets debootstrap_cmd: the host's debootstrap, or one unpacked under $base
+  if command -v debootstrap >/dev/null; then
+    debootstrap_cmd=(debootstrap)
+    return
+  fi
+  local tools=$base/debootstrap
+  if [[ ! -x $tools/usr/sbin/debootstrap ]]; then
+    # Private package lists, so the host's own apt state stays as it is.
+    local apt=(-o Dir::State::Lists="$tools/lists" -o Dir::Cache="$tools/cache")
+    mkdir -p "$tools/lists/partial" "$tools/cache/archives/partial"
+    apt-get "${apt[@]}" update -qq >&2
+    (cd "$tools" && apt-get "${apt[@]}" download debootstrap >&2)
+    dpkg-deb -x "$tools"/debootstrap_*.deb "$tools"
+  fi
+  debootstrap_cmd=(env DEBOOTSTRAP_DIR="$tools/usr/share/debootstrap" "$tools/usr/sbin/debootstrap")
+}
+
+mount_one() {  # mount_one TARGET MOUNT-ARGS...
+  local target=$1
+  shift
+  mount "$@" "$target"
+  mounted+=("$target")
+}
+
+mount_all() {  # mount_all DIR: what builds and tests need inside DIR
+  local dir=$1
+  mount_one "$dir/proc" -t proc proc
+  mount_one "$dir/sys" -t sysfs sysfs
+  mount_one "$dir/dev" --bind /dev
+  mount_one "$dir/dev/pts" --bind /dev/pts
+  mount_one "$dir/dev/shm" -t tmpfs tmpfs
+}
+
+unmount_all() {
+  local i
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    # A process that outlived its kill may still hold a mount: detach it lazily then.
+    umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" || true
+  done
+  mounted=()
+}
+
+stop_child() {
+  [[ -n $child ]] && kill -0 "$child" 2>/dev/null || return 0
+  kill -TERM -- "-$child" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$child" 2>/dev/null || return 0
+    sleep 0.2
+  done
+  kill -KILL -- "-$child" 2>/dev/null || true
+}
+
+in_chroot() {  # in_chroot SCRIPT ARGS...: runs the tree's copy of SCRIPT (a host path) inside
+  local script=/work/dptrain/${1#"$root/"}
+  shift
+  # A process group of its own, so that an interrupted run can stop everything it started.
+  setsid chroot "$chroot_dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash "$script" "$@" &
+  child=$!
+  local status=0
+  wait "$child" || status=$?
+  child=""
+  return "$status"
+}
+
+copy_tree() {  # the working tree into /work/dptrain, modification times kept (incremental builds)
+  local dest=$chroot_dir/work/dptrain
+  safe_remove "$dest"
+  mkdir -p "$dest"
+  (cd "$root" && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
+    [[ -e $f ]] && printf '%s\0' "$f"  # a tracked file deleted in the tree is not copied
+  done | tar --null -T - -cf -) | tar -xf - -C "$dest"
+}
+
+safe_remove() {  # rm -rf DIR, refused while anything is mounted beneath it (a bound /dev, say)
+  if findmnt -rn -o TARGET | grep -q "^$1\(/\|$\)"; then
+    echo "check_torch2: something is still mounted under $1; unmount it first (findmnt | grep $1)" >&2
+    return 1
+  fi
+  rm -rf "$1"
+}
+
+make_chroot() {  # make_chroot MODE: debootstrap, then the packages; ready only when all of it worked
+  if [[ ! -f $chroot_dir/.debootstrap-done ]]; then
+    local components=main partial=$chroot_dir.partial
+    [[ $1 == cuda ]] && components=main,contrib,non-free
+    ensure_debootstrap
+    safe_remove "$partial"
+    safe_remove "$chroot_dir"
+    "${debootstrap_cmd[@]}" --variant=minbase --components="$components" trixie "$partial" \
+      "$mirror" >&2
+    touch "$partial/.debootstrap-done"
+    mv "$partial" "$chroot_dir"
+  fi
+  mount_all "$chroot_dir"
+  copy_tree
+  in_chroot "$root/scripts/torch2/inside.sh" setup "$1"
+  touch "$chroot_dir/.dptrain-ready"
+}
