@@ -134,13 +134,21 @@ void check_early_stopping(const Checker& check, const EarlyStoppingConfig& e, bo
   if (!(e.min_delta >= 0)) {
     check.fail("early_stopping.min_delta", "must be >= 0", "0 counts any improvement");
   }
-  if (e.enabled && e.monitor.rfind("val_", 0) == 0 && val_split == 0) {
+  if (e.monitor.rfind("val_", 0) != 0 || val_split > 0) return;
+  if (e.enabled) {
     // Named after whichever of the two keys the user wrote.
     check.fail(
         check.given("early_stopping.monitor") ? "early_stopping.monitor" : "early_stopping.enabled",
         "monitoring \"" + e.monitor + "\" needs a validation set, but data.val_split is 0",
         "hold some training data out with data.val_split (such as 0.1), or monitor "
         "test_loss, test_acc or train_loss");
+  }
+  if (save_best) {
+    check.fail("checkpoint.save_best",
+               "best.pt follows early_stopping.monitor, \"" + e.monitor +
+                   "\", which needs a validation set, but data.val_split is 0",
+               "hold some training data out with data.val_split (such as 0.1), or set "
+               "early_stopping.monitor to test_loss, test_acc or train_loss");
   }
 }
 

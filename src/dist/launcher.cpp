@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/torch_compat.h"
 
 extern char** environ;
 
@@ -34,7 +35,7 @@ void remember_signal(int signal_number) {
 }
 
 // A rank that stopped for a preemption notice, after a checkpoint (ErrorCode::kPreempted).
-constexpr int kPreemptedStatus = 75;
+const int kPreemptedStatus = core::exit_status(core::ErrorCode::kPreempted);
 
 void catch_signals() {
   struct sigaction action {};
@@ -155,10 +156,11 @@ class RankSet {
 };
 
 // The rank to blame: the first whose failure is not merely another rank's failure showing
-// through a broken collective (status 8, a distributed error).
+// through a broken collective (a distributed error's status).
 const Outcome& culprit(const std::vector<Outcome>& failures) {
+  const int broken_collective = core::exit_status(core::ErrorCode::kDistributed);
   for (const auto& f : failures) {
-    if (f.status != 8) return f;
+    if (f.status != broken_collective) return f;
   }
   return failures.front();
 }
@@ -178,6 +180,7 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     options.isServer = true;
     options.waitWorkers = false;
     options.timeout = launch.timeout;
+    core::compat::use_classic_store_server(options);
     try {
       store = c10::make_intrusive<c10d::TCPStore>(addr, options);
     } catch (const std::exception& e) {

@@ -132,6 +132,9 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   shards.world_size = world;
   shards.rank = me;
   shards.seed = config.seed;
+  // Cut to a multiple of the world size rather than padded with repeats, so that with drop_last
+  // the ranks' batches together are exactly the single device's full batches.
+  shards.drop_last = config.data.drop_last;
   s.train_loader = data::make_loader(
       splits.train, std::make_shared<data::DistributedSampler>(splits.train->size(), shards),
       train_options, device);
