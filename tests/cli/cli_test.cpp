@@ -1,5 +1,5 @@
 // Runs the built dptrain binary, as a user would, and checks its output and exit status.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include <csignal>
 #include <nlohmann/json.hpp>
@@ -41,8 +41,8 @@ TEST_CASE("the version and help flags answer and exit 0", "[cli]") {
   CHECK(version.out == std::string("dptrain ") + DPTRAIN_VERSION + "\n");
   const auto help = run_dptrain("--help");
   CHECK(help.status == 0);
-  CHECK_THAT(help.out, Catch::Contains("Examples:"));
-  CHECK_THAT(help.out, Catch::Contains("train"));
+  CHECK_THAT(help.out, ContainsSubstring("Examples:"));
+  CHECK_THAT(help.out, ContainsSubstring("train"));
 }
 
 TEST_CASE("info reports the LibTorch version, backends, devices and threads", "[cli]") {
@@ -50,7 +50,7 @@ TEST_CASE("info reports the LibTorch version, backends, devices and threads", "[
   CHECK(info.status == 0);
   for (const char* line : {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu",
                            "threads: ", "data fashion-mnist: "}) {
-    CHECK_THAT(info.out, Catch::Contains(line));
+    CHECK_THAT(info.out, ContainsSubstring(line));
   }
 }
 
@@ -73,28 +73,28 @@ TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[c
   write_text(file, R"({"optimizer": {"lr": "fast"}})");
   const auto result = run_dptrain("train --config " + file);
   CHECK(result.status == 3);
-  CHECK_THAT(result.err, Catch::Contains(file + ": optimizer.lr: expected a number, got a string"));
-  CHECK_THAT(result.err, Catch::Contains("hint: "));
+  CHECK_THAT(result.err, ContainsSubstring(file + ": optimizer.lr: expected a number, got a string"));
+  CHECK_THAT(result.err, ContainsSubstring("hint: "));
   CHECK(result.out.empty());
 }
 
 TEST_CASE("an unknown option or missing file is a usage error with status 2", "[cli]") {
   const auto unknown = run_dptrain("train --epochs 3");
   CHECK(unknown.status == 2);
-  CHECK_THAT(unknown.err, Catch::Contains("not expected: 3 --epochs"));
+  CHECK_THAT(unknown.err, ContainsSubstring("not expected: 3 --epochs"));
   const auto missing = run_dptrain("train --config /nonexistent.json");
   CHECK(missing.status == 2);
-  CHECK_THAT(missing.err, Catch::Contains("--config: File does not exist: /nonexistent.json"));
+  CHECK_THAT(missing.err, ContainsSubstring("--config: File does not exist: /nonexistent.json"));
   const auto bare = run_dptrain("");
   CHECK(bare.status == 2);
-  CHECK_THAT(bare.err, Catch::Contains("A subcommand is required"));
+  CHECK_THAT(bare.err, ContainsSubstring("A subcommand is required"));
 }
 
 TEST_CASE("missing data exits 4 and says where it looked", "[cli]") {
   TempDir dir;
   const auto result = run_dptrain("train --set data.dir=" + dir.path().string());
   CHECK(result.status == 4);
-  CHECK_THAT(result.err, Catch::Contains("missing train-images-idx3-ubyte"));
+  CHECK_THAT(result.err, ContainsSubstring("missing train-images-idx3-ubyte"));
 }
 
 TEST_CASE("train writes its files and ends stdout with d2l's line", "[cli]") {
@@ -103,7 +103,7 @@ TEST_CASE("train writes its files and ends stdout with d2l's line", "[cli]") {
   const auto result = run_dptrain("train " + tiny.args() + " --output " + out.string());
   REQUIRE(result.status == 0);
   CHECK_THAT(last_line(result.out),
-             Catch::Matches(R"(test acc: \d\.\d\d, [0-9.]+ sec/epoch on \[cpu\])"));
+             Catch::Matchers::Matches(R"(test acc: \d\.\d\d, [0-9.]+ sec/epoch on \[cpu\])"));
   for (const char* file : {"config.json", "metrics.jsonl", "summary.json"}) {
     CHECK(std::filesystem::exists(out / file));
   }
@@ -112,7 +112,7 @@ TEST_CASE("train writes its files and ends stdout with d2l's line", "[cli]") {
 
   const auto again = run_dptrain("train " + tiny.args() + " --output " + out.string());
   CHECK(again.status == 5);
-  CHECK_THAT(again.err, Catch::Contains("already holds a run's results"));
+  CHECK_THAT(again.err, ContainsSubstring("already holds a run's results"));
   CHECK(run_dptrain("train " + tiny.args() + " --output " + out.string() + " --overwrite").status ==
         0);
 }
@@ -133,7 +133,7 @@ TEST_CASE("MNIST trains from data.dir with data.dataset mnist", "[cli]") {
   const auto result =
       run_dptrain("train " + tiny.args() + " --set data.dataset=mnist --output " + out.string());
   REQUIRE(result.status == 0);
-  CHECK_THAT(result.err, Catch::Contains("data: mnist from " + (tiny.dir / "data").string()));
+  CHECK_THAT(result.err, ContainsSubstring("data: mnist from " + (tiny.dir / "data").string()));
   const auto summary = nlohmann::json::parse(dptrain::core::read_text_file(out / "summary.json"));
   CHECK(summary.at("epochs_run") == 2);
 }
@@ -151,7 +151,7 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
   const auto result = run.finish(10);
   CHECK(result.status == 130);
   CHECK_THAT(result.err,
-             Catch::Matches(R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
+             Catch::Matchers::Matches(R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
                             R"(after step \d+ of 2000(.|\n)*)"));
   CHECK(std::filesystem::exists(out / "config.json"));
   CHECK_FALSE(std::filesystem::exists(out / "summary.json"));

@@ -1,7 +1,7 @@
 // ddp as users run it: real rank processes talking over Gloo on this machine, started by dptrain
 // itself or, as torchrun would, by a parent that sets RANK, WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include <csignal>
 #include <iostream>
@@ -11,6 +11,7 @@
 #include "dist/communicator.h"
 #include "support/fixtures.h"
 #include "support/runs.h"
+#include "support/skip.h"
 
 using namespace dptrain::testing;
 
@@ -85,6 +86,35 @@ std::vector<std::string> torchrun_env(int rank, int world, int port) {
 
 }  // namespace
 
+TEST_CASE("with drop_last, ddp trains on exactly single's full batches, no padded repeats",
+          "[cli][ddp]") {
+  // 599 images in batches of 60: one device trains 9 full batches (540 samples). Padded to 600
+  // for 2 ranks, the shards would hold a 10th batch with a repeated sample.
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 599, 90);
+  const std::string common = "train --set data.dir=" + (dir / "data").string() +
+                             " --set data.batch_size=60 --set data.drop_last=true"
+                             " --set train.epochs=1 --set model.init_std=0.1"
+                             " --set runtime.threads=1 --set parallel.timeout_s=60";
+  const auto single = dir / "single";
+  const auto ddp = dir / "ddp";
+  REQUIRE(run_dptrain(common + " --set parallel.devices=cpu --output " + single.string()).status ==
+          0);
+  REQUIRE(run_dptrain(common +
+                      " --set parallel.backend=ddp --set parallel.devices='[\"cpu\",\"cpu\"]'"
+                      " --output " +
+                      ddp.string())
+              .status == 0);
+  for (const auto& out : {single, ddp}) {
+    INFO(out.string());
+    const auto record =
+        nlohmann::json::parse(dptrain::core::read_text_file(out / "metrics.jsonl"));
+    CHECK(record.at("train_samples") == 540);
+  }
+  CHECK(max_relative_difference(load_parameters(ddp / "model.pt"),
+                                load_parameters(single / "model.pt")) <= 1e-5);
+}
+
 TEST_CASE("ddp over 3 local CPU ranks gives single-device training's parameters", "[cli][ddp]") {
   DdpData data;
   TempDir dir;
@@ -106,7 +136,7 @@ TEST_CASE("ddp over 3 local CPU ranks gives single-device training's parameters"
   CHECK(ddp.at("test_acc") == one.at("test_acc"));  // sharded evaluation counts every sample once
   CHECK(ddp.at("train_loss").get<double>() ==
         Approx(one.at("train_loss").get<double>()).epsilon(1e-5));
-  CHECK_THAT(result.out, Catch::EndsWith("sec/epoch on [cpu, cpu, cpu]\n"));
+  CHECK_THAT(result.out, Catch::Matchers::EndsWith("sec/epoch on [cpu, cpu, cpu]\n"));
   // Rank 0 alone writes: one metrics line per epoch.
   CHECK(dptrain::core::read_text_file(out / "metrics.jsonl").find("\"epoch\":2") !=
         std::string::npos);
@@ -132,7 +162,7 @@ TEST_CASE("ddp over 2 ranks started as torchrun starts them gives single's param
                                 load_parameters(single / "model.pt")) <= 1e-5);
   CHECK(r1.out.empty());  // only rank 0 prints epoch lines
   CHECK(r1.err.empty());  // and later ranks log only warnings and errors
-  CHECK_THAT(r0.err, Catch::Contains("rank 0 of 2 (node 0, local rank 0) from torchrun on cpu"));
+  CHECK_THAT(r0.err, ContainsSubstring("rank 0 of 2 (node 0, local rank 0) from torchrun on cpu"));
 }
 
 TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no orphans",
@@ -147,7 +177,7 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
   const auto result = run.finish(60);
   INFO(result.err);
   CHECK(result.status == 128 + SIGKILL);
-  CHECK_THAT(result.err, Catch::Contains("ddp: rank 1 of 2 (pid " + std::to_string(rank1) +
+  CHECK_THAT(result.err, ContainsSubstring("ddp: rank 1 of 2 (pid " + std::to_string(rank1) +
                                          ") was killed by signal 9 (Killed); the other ranks "
                                          "were stopped"));
   CHECK_FALSE(process_exists(rank0));
@@ -169,7 +199,7 @@ TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, nami
   const auto result = rank0.finish(25);
   INFO(result.err);
   CHECK(result.status == 8);
-  CHECK_THAT(result.err, Catch::Matches(R"((.|\n)*distributed error: rank 0: the all-reduce of )"
+  CHECK_THAT(result.err, Catch::Matchers::Matches(R"((.|\n)*distributed error: rank 0: the all-reduce of )"
                                         R"([^\n]* failed: (.|\n)*)"));
 }
 
@@ -182,10 +212,10 @@ TEST_CASE("an unreachable rendezvous is a distributed error within the timeout",
                       " --set parallel.timeout_s=2 --output /nonexistent/never-written",
                   {}, torchrun_env(1, 2, port));
   CHECK(result.status == 8);
-  CHECK_THAT(result.err, Catch::Contains("rank 1: could not reach the rendezvous store at "
+  CHECK_THAT(result.err, ContainsSubstring("rank 1: could not reach the rendezvous store at "
                                          "127.0.0.1:" +
                                          std::to_string(port) + " within 2 s"));
-  CHECK_THAT(result.err, Catch::Contains("hint: check MASTER_ADDR and MASTER_PORT"));
+  CHECK_THAT(result.err, ContainsSubstring("hint: check MASTER_ADDR and MASTER_PORT"));
 }
 
 TEST_CASE("bad launcher variables and a batch that does not split are clear errors", "[cli][ddp]") {
@@ -193,29 +223,29 @@ TEST_CASE("bad launcher variables and a batch that does not split are clear erro
   const auto zero = run_dptrain("train " + data.args(1) + " --set parallel.backend=ddp", {},
                                 {"RANK=0", "WORLD_SIZE=0"});
   CHECK(zero.status == 8);
-  CHECK_THAT(zero.err, Catch::Contains(
+  CHECK_THAT(zero.err, ContainsSubstring(
                            "distributed error: torchrun: WORLD_SIZE=0 is out of range: must be 1"));
 
   const auto beyond = run_dptrain("train " + data.args(1) + " --set parallel.backend=ddp", {},
                                   {"RANK=2", "WORLD_SIZE=2", "MASTER_ADDR=x", "MASTER_PORT=1"});
   CHECK(beyond.status == 8);
-  CHECK_THAT(beyond.err, Catch::Contains("torchrun: RANK=2 is not below WORLD_SIZE=2"));
+  CHECK_THAT(beyond.err, ContainsSubstring("torchrun: RANK=2 is not below WORLD_SIZE=2"));
 
   const auto uneven = run_dptrain("train " + data.args(1) +
                                   " --set data.batch_size=256 --set parallel.backend=ddp"
                                   " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'");
   CHECK(uneven.status == 3);
-  CHECK_THAT(uneven.err, Catch::Contains("config error: data.batch_size: 256 does not split evenly "
+  CHECK_THAT(uneven.err, ContainsSubstring("config error: data.batch_size: 256 does not split evenly "
                                          "over 3 ranks"));
-  CHECK_THAT(uneven.err, Catch::Contains("hint: use a multiple of 3, such as 255 or 258"));
-  CHECK_THAT(uneven.err, !Catch::Contains("started"));  // refused before any rank started
+  CHECK_THAT(uneven.err, ContainsSubstring("hint: use a multiple of 3, such as 255 or 258"));
+  CHECK_THAT(uneven.err, !ContainsSubstring("started"));  // refused before any rank started
 
   const auto single_under_launcher =
       run_dptrain("train " + data.args(1) + " --set parallel.devices=cpu", {},
                   {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1"});
   CHECK(single_under_launcher.status == 3);
   CHECK_THAT(single_under_launcher.err,
-             Catch::Contains("parallel.backend: \"single\" trains in one process, but torchrun "
+             ContainsSubstring("parallel.backend: \"single\" trains in one process, but torchrun "
                              "started 2"));
 }
 
@@ -227,16 +257,13 @@ TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][d
   run.signal(SIGINT);
   const auto result = run.finish(30);
   CHECK(result.status == 130);
-  CHECK_THAT(result.err, Catch::Contains("interrupted: "));
+  CHECK_THAT(result.err, ContainsSubstring("interrupted: "));
   CHECK(std::filesystem::exists(dir / "out" / "config.json"));
 }
 
 TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives single's parameters",
           "[cli][ddp][cuda]") {
-  if (!torch::cuda::is_available()) {
-    std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
-    return;
-  }
+  SKIP_WITHOUT_CUDA();
   DdpData data;
   TempDir dir;
   const auto single = dir / "single";

@@ -1,5 +1,5 @@
 // dp as users run it: `dptrain train` with parallel.backend dp over repeated CPU devices.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include "support/fixtures.h"
 #include "support/runs.h"
@@ -40,7 +40,7 @@ TEST_CASE("dp over 2 CPU devices gives single-device training's parameters", "[c
   CHECK(dp.at("devices") == nlohmann::json::array({"cpu", "cpu"}));
   CHECK(dp.at("world_size") == 1);
   CHECK(dp.at("test_acc") == summary_of(single).at("test_acc"));
-  CHECK_THAT(result.out, Catch::Contains("sec/epoch on [cpu, cpu]"));
+  CHECK_THAT(result.out, ContainsSubstring("sec/epoch on [cpu, cpu]"));
 }
 
 TEST_CASE("dp names the device entry that is not there", "[cli][dp]") {
@@ -49,7 +49,7 @@ TEST_CASE("dp names the device entry that is not there", "[cli][dp]") {
       "train --set parallel.backend=dp --set parallel.devices='[\"cpu\",\"cuda:7\"]' --output " +
       (dir / "out").string());
   CHECK(result.status == 6);
-  CHECK_THAT(result.err, Catch::Contains("device error: parallel.devices[1]: \"cuda:7\""));
+  CHECK_THAT(result.err, ContainsSubstring("device error: parallel.devices[1]: \"cuda:7\""));
   // The hint offers the repeated-device form, which runs a multi-device config on fewer devices.
-  CHECK_THAT(result.err, Catch::Contains("repeat"));
+  CHECK_THAT(result.err, ContainsSubstring("repeat"));
 }

@@ -1,6 +1,6 @@
 // Early stopping as users run it, on every backend: a run whose watched figure plateaus stops at
 // the epoch patience says, says why, and ends with the best epoch's weights.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include "core/fs.h"
 #include "support/fixtures.h"
@@ -50,8 +50,8 @@ TEST_CASE("a plateau stops the run at the patience's epoch and restores the best
         run_dptrain(plateau_args(dir, 6) + backend + kWatchTrainLoss + " --output " + out.string());
     INFO(result.err);
     REQUIRE(result.status == 0);
-    CHECK_THAT(result.out, Catch::Contains("early stopping: train_loss did not improve on ") &&
-                               Catch::Contains("(epoch 1) for 2 evaluations; stopped after epoch "
+    CHECK_THAT(result.out, ContainsSubstring("early stopping: train_loss did not improve on ") &&
+                               ContainsSubstring("(epoch 1) for 2 evaluations; stopped after epoch "
                                                "3\nearly stopping: restored the weights of epoch "
                                                "1 (best train_loss "));
     const auto summary = summary_of(out);
@@ -99,8 +99,8 @@ TEST_CASE("a validation split holds out training samples and is reported per epo
       run_dptrain(plateau_args(dir, 1) +
                   " --set parallel.devices=cpu --set data.val_split=0.1 --output " + out.string());
   REQUIRE(result.status == 0);
-  CHECK_THAT(result.err, Catch::Contains("data: 540 training samples, 60 held out for validation"));
-  CHECK_THAT(result.out, Catch::Contains("  val loss ") && Catch::Contains("  val acc "));
+  CHECK_THAT(result.err, ContainsSubstring("data: 540 training samples, 60 held out for validation"));
+  CHECK_THAT(result.out, ContainsSubstring("  val loss ") && ContainsSubstring("  val acc "));
   const auto record = nlohmann::json::parse(dptrain::core::read_text_file(out / "metrics.jsonl"));
   CHECK(record.at("train_samples") == 540);
   CHECK(record.contains("val_loss"));

@@ -1,13 +1,14 @@
 // Mixed precision and gradient clipping as users run them on a CPU: bf16 autocast changes the
 // arithmetic but not the outcome by much, on single and dp; fp16 is refused on a CPU; clipping
 // bounds the step.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <iostream>
 
 #include "core/fs.h"
 
 #include "support/fixtures.h"
 #include "support/runs.h"
+#include "support/skip.h"
 
 using namespace dptrain::testing;
 
@@ -72,10 +73,7 @@ TEST_CASE("bf16 autocast computes in bfloat16 and stays close to fp32, on every 
 }
 
 TEST_CASE("fp16 with loss scaling and bf16 on cuda:0 stay close to fp32", "[cli][amp][cuda]") {
-  if (!torch::cuda::is_available()) {
-    std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
-    return;
-  }
+  SKIP_WITHOUT_CUDA();
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 90);
   const std::string gpu = "--set parallel.devices=cuda:0 ";
@@ -100,8 +98,8 @@ TEST_CASE("fp16 on a CPU is a config error with a hint", "[cli][amp]") {
       "train --set precision=fp16 --set parallel.devices=cpu --output " + (dir / "out").string());
   CHECK(result.status == 3);
   CHECK_THAT(result.err,
-             Catch::Contains("precision: \"fp16\" needs GPUs, but this run trains on cpu") &&
-                 Catch::Contains("use \"bf16\" on a CPU"));
+             ContainsSubstring("precision: \"fp16\" needs GPUs, but this run trains on cpu") &&
+                 ContainsSubstring("use \"bf16\" on a CPU"));
 }
 
 TEST_CASE("grad_clip_norm bounds the step's length", "[cli][amp]") {

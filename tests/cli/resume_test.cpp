@@ -1,7 +1,7 @@
 // Preemption and resume as a batch job meets them: a SIGTERM or SIGUSR1 mid-epoch ends the run
 // after the current step with a checkpoint and exit status 75, and `--resume auto` then finishes
 // it with the parameters an uninterrupted run ends with, on every backend.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include <csignal>
 
@@ -79,9 +79,9 @@ TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "
     const auto stopped = run.finish(60);
     INFO(stopped.err);
     CHECK(stopped.status == 75);
-    CHECK_THAT(stopped.err, Catch::Contains("preempted: stopped by " + c.signal_name +
+    CHECK_THAT(stopped.err, ContainsSubstring("preempted: stopped by " + c.signal_name +
                                             " (a preemption notice) in epoch ") &&
-                                Catch::Contains("; checkpoint written to " + cut.string() +
+                                ContainsSubstring("; checkpoint written to " + cut.string() +
                                                 "/checkpoints/epoch-000"));
     bool mid_epoch = false;
     for (const auto& e : std::filesystem::directory_iterator(cut / "checkpoints")) {
@@ -94,7 +94,7 @@ TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "
     const auto resumed = run_dptrain(shell_words(resume));
     INFO(resumed.err);
     REQUIRE(resumed.status == 0);
-    CHECK_THAT(resumed.err, Catch::Contains("resumed from " + cut.string() + "/checkpoints/"));
+    CHECK_THAT(resumed.err, ContainsSubstring("resumed from " + cut.string() + "/checkpoints/"));
     CHECK(max_relative_difference(load_parameters(cut / "model.pt"),
                                   load_parameters(whole / "model.pt")) == 0);
     const std::string metrics = dptrain::core::read_text_file(cut / "metrics.jsonl");
@@ -108,9 +108,9 @@ TEST_CASE("resume takes a checkpoint that exists, and auto needs the run's folde
   TempDir dir;
   const auto missing = run_dptrain("train --resume " + (dir / "none.pt").string());
   CHECK(missing.status == 5);
-  CHECK_THAT(missing.err, Catch::Contains((dir / "none.pt").string() + ": no such checkpoint"));
+  CHECK_THAT(missing.err, ContainsSubstring((dir / "none.pt").string() + ": no such checkpoint"));
   const auto no_output = run_dptrain("train --resume auto");
   CHECK(no_output.status == 2);
-  CHECK_THAT(no_output.err, Catch::Contains("--resume auto looks for checkpoints in the run's "
+  CHECK_THAT(no_output.err, ContainsSubstring("--resume auto looks for checkpoints in the run's "
                                             "folder, but there is no --output"));
 }

@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -201,6 +201,18 @@ TEST_CASE("early stopping's keys are checked, and a val_* monitor needs a valida
         "--set data.val_split=1: data.val_split: must be in [0, 1)");
 }
 
+TEST_CASE("best.pt follows the monitor, so save_best with a val_* monitor needs a validation set",
+          "[config]") {
+  // Early stopping off: save_best alone must still be refused before any data is read.
+  CHECK(error_of([] { resolve("{}", {"checkpoint.save_best=true"}); }, ErrorCode::kConfig) ==
+        "--set checkpoint.save_best=true: checkpoint.save_best: best.pt follows "
+        "early_stopping.monitor, \"val_loss\", which needs a validation set, but data.val_split "
+        "is 0");
+  CHECK(resolve("{}", {"checkpoint.save_best=true", "early_stopping.monitor=test_acc"})
+            .checkpoint.save_best);
+  CHECK(resolve("{}", {"checkpoint.save_best=true", "data.val_split=0.1"}).checkpoint.save_best);
+}
+
 TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[config]") {
   const Config c = resolve(R"({"data": {"placement": "device", "num_workers": 4,
                                         "prefetch_batches": 3, "pin_memory": true}})");
@@ -220,7 +232,7 @@ TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[confi
 
 TEST_CASE("a malformed file or override is an error naming it", "[config]") {
   CHECK_THAT(error_of([] { resolve(R"({"train": {"epochs": 3,}})"); }, ErrorCode::kConfig),
-             Catch::StartsWith("exp.json: not valid JSON"));
+             Catch::Matchers::StartsWith("exp.json: not valid JSON"));
   CHECK(error_of([] { resolve("[1, 2]"); }, ErrorCode::kConfig) ==
         "exp.json: (top level): expected an object, got a list");
   CHECK(error_of([] { resolve("{}", {"train.epochs"}); }, ErrorCode::kUsage) ==

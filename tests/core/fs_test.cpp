@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -27,6 +27,6 @@ TEST_CASE("an atomic write into a missing folder is an I/O error naming the file
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::kIo);
-    CHECK_THAT(e.what(), Catch::Contains((dir / "missing").string()));
+    CHECK_THAT(e.what(), ContainsSubstring((dir / "missing").string()));
   }
 }

@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include <cstdlib>
 
@@ -61,7 +61,7 @@ TEST_CASE("a gzip stream cut short is an error, not a short read", "[data]") {
   auto gz = dptrain::core::read_text_file(dir / "full.gz");
   gz.resize(gz.size() / 2);
   write_text(dir / "cut.gz", gz);
-  CHECK_THAT(data_error(dir / "cut.gz"), Catch::StartsWith((dir / "cut.gz").string() + ": "));
+  CHECK_THAT(data_error(dir / "cut.gz"), Catch::Matchers::StartsWith((dir / "cut.gz").string() + ": "));
 }
 
 TEST_CASE("a wrong magic number is an error naming the file", "[data]") {
@@ -131,7 +131,7 @@ TEST_CASE("missing data is an error listing every folder searched", "[data]") {
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::kData);
     const std::string msg = e.what();
-    CHECK_THAT(msg, Catch::StartsWith("no mnist data found; looked in:\n  " + dir.path().string() +
+    CHECK_THAT(msg, Catch::Matchers::StartsWith("no mnist data found; looked in:\n  " + dir.path().string() +
                                       "\n  data/mnist\n  /usr/share/datasets/mnist\n"));
   }
   ::unsetenv("DPTRAIN_DATA_DIR");
@@ -139,8 +139,8 @@ TEST_CASE("missing data is an error listing every folder searched", "[data]") {
     dptrain::data::locate_data_dir(dir.path().string(), "fashion-mnist");
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("missing train-images-idx3-ubyte[.gz]"));
-    CHECK_THAT(e.hint(), Catch::Contains("apt-get install dataset-fashion-mnist"));
+    CHECK_THAT(e.what(), ContainsSubstring("missing train-images-idx3-ubyte[.gz]"));
+    CHECK_THAT(e.hint(), ContainsSubstring("apt-get install dataset-fashion-mnist"));
   }
 }
 

@@ -1,6 +1,7 @@
 // The loaders on a GPU: pinned staging with copies on a side stream, and device-resident data,
-// must deliver exactly the CPU's batches. Without a GPU these print "[cuda] skipped".
-#include <catch2/catch.hpp>
+// must deliver exactly the CPU's batches. Without a GPU these are skipped.
+#include "support/catch.h"
+#include "support/skip.h"
 
 #include <iostream>
 
@@ -10,12 +11,6 @@
 using namespace dptrain::data;
 
 namespace {
-
-bool skip_without_cuda() {
-  if (torch::cuda::is_available()) return false;
-  std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
-  return true;
-}
 
 std::vector<Batch> epoch(Loader& loader, int64_t e) {
   std::vector<Batch> batches;
@@ -27,7 +22,7 @@ std::vector<Batch> epoch(Loader& loader, int64_t e) {
 }  // namespace
 
 TEST_CASE("pinned and device-resident loading on cuda:0 give the CPU's batches", "[cuda]") {
-  if (skip_without_cuda()) return;
+  SKIP_WITHOUT_CUDA();
   torch::manual_seed(8);
   auto dataset = std::make_shared<ImageDataset>(
       torch::randint(0, 256, {1000, 28, 28}, torch::kInt64).to(torch::kUInt8),

@@ -1,6 +1,6 @@
 #include "dist/rendezvous.h"
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <map>
 
 #include "core/error.h"

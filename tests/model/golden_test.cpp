@@ -1,7 +1,7 @@
 // LeNet against PyTorch's own numbers: fixed weights and inputs, one forward, loss, backward and
 // SGD step. The expected figures were computed with PyTorch 1.13 (torch.nn.functional ops, as
 // d2l's lenet() uses them) from the same formulas as fill() and input() below.
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include "model/lenet.h"
 

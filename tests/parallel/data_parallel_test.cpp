@@ -2,7 +2,8 @@
 // whatever the batch sizes, and a replica's failure becomes an error that names it.
 #include "parallel/data_parallel.h"
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
+#include "support/skip.h"
 #include <iostream>
 
 #include "core/error.h"
@@ -110,10 +111,7 @@ TEST_CASE("dp over repeated CPU devices takes single-device training's steps", "
 
 TEST_CASE("dp over [cuda:0, cuda:0] takes single-device training's steps on cuda:0",
           "[parallel][dp][cuda]") {
-  if (!torch::cuda::is_available()) {
-    std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
-    return;
-  }
+  SKIP_WITHOUT_CUDA();
   const torch::Device gpu(torch::kCUDA, 0);
   const std::vector<Batch> data = batches(step_sizes(2));
   dptrain::parallel::SingleDevice single(lenet(), gpu);
@@ -179,18 +177,18 @@ TEST_CASE("a replica that throws stops the step with an error naming it", "[para
   using dptrain::core::Error;
   // Rows 2 and 3 are replica 1's chunk, rows 0 and 1 replica 0's (which runs on this thread).
   CHECK_THROWS_MATCHES(step(dp, {2, 3}, -1), Error,
-                       Catch::Message("dp: replica 1 of 2 (on cpu) failed in forward: "
+                       Catch::Matchers::Message("dp: replica 1 of 2 (on cpu) failed in forward: "
                                       "negative input"));
   CHECK_THROWS_MATCHES(step(dp, {0}, -1), Error,
-                       Catch::Message("dp: replica 0 of 2 (on cpu) failed in forward: "
+                       Catch::Matchers::Message("dp: replica 0 of 2 (on cpu) failed in forward: "
                                       "negative input"));
   try {
     step(dp, {3}, 200);
     FAIL("a gradient tripwire in replica 1 did not throw");
   } catch (const Error& e) {
     CHECK(e.code() == dptrain::core::ErrorCode::kRuntime);
-    CHECK_THAT(e.what(), Catch::StartsWith("dp: replica 1 of 2 (on cpu) failed in backward: ") &&
-                             Catch::Contains("gradient tripwire"));
+    CHECK_THAT(e.what(), Catch::Matchers::StartsWith("dp: replica 1 of 2 (on cpu) failed in backward: ") &&
+                             ContainsSubstring("gradient tripwire"));
   }
   // Nothing is left waiting: the next step runs on both replicas.
   CHECK_NOTHROW(step(dp, {}, 1));

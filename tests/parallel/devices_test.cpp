@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include "core/error.h"
 #include "parallel/devices.h"
@@ -19,7 +19,7 @@ TEST_CASE("a GPU that is not there is a device error naming the key", "[parallel
     FAIL("no error");
   } catch (const dptrain::core::Error& e) {
     CHECK(e.code() == dptrain::core::ErrorCode::kDevice);
-    CHECK_THAT(e.what(), Catch::StartsWith("parallel.devices[0]: \"cuda:99\""));
+    CHECK_THAT(e.what(), Catch::Matchers::StartsWith("parallel.devices[0]: \"cuda:99\""));
   }
 }
 

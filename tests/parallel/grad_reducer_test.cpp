@@ -4,7 +4,7 @@
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <mutex>
 #include <thread>
 

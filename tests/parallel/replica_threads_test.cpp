@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <chrono>
 #include <stdexcept>
 

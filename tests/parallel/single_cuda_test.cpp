@@ -1,6 +1,7 @@
-// The single backend and the loader on a GPU. Without one these tests print "[cuda] skipped",
-// which ctest reports as skipped (tests/CMakeLists.txt).
-#include <catch2/catch.hpp>
+// The single backend and the loader on a GPU. Without one these tests are skipped
+// (support/skip.h).
+#include "support/catch.h"
+#include "support/skip.h"
 
 #include <iostream>
 
@@ -12,12 +13,6 @@
 using namespace dptrain;
 
 namespace {
-
-bool skip_without_cuda() {
-  if (torch::cuda::is_available()) return false;
-  std::cout << "[cuda] skipped: this LibTorch sees no CUDA device" << std::endl;
-  return true;
-}
 
 std::shared_ptr<data::ImageDataset> random_images(int64_t n) {
   torch::manual_seed(3);
@@ -51,7 +46,7 @@ std::vector<torch::Tensor> train_steps(torch::Device device, data::LoaderOptions
 }  // namespace
 
 TEST_CASE("training on cuda:0 gives the CPU's parameters, whatever the data placement", "[cuda]") {
-  if (skip_without_cuda()) return;
+  SKIP_WITHOUT_CUDA();
   const auto cpu = train_steps(torch::kCPU, data::LoaderOptions{}, 5);
   data::LoaderOptions pageable, pinned, resident;
   pinned.pin_memory = true;

@@ -93,8 +93,8 @@ std::string slurp(const std::filesystem::path& p) {
 
 }  // namespace
 
-ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd,
-                          const std::vector<std::string>& env) {
+ProcessResult run_program(const std::filesystem::path& program, const std::string& args,
+                          const std::filesystem::path& cwd, const std::vector<std::string>& env) {
   TempDir capture;
   std::string command;
   if (!cwd.empty()) command += "cd '" + cwd.string() + "' && ";
@@ -103,7 +103,7 @@ ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& 
     for (const auto& e : env) command += " '" + e + "'";
     command += " ";
   }
-  command += std::string("'") + DPTRAIN_BINARY + "' " + args + " >'" + (capture / "out").string() +
+  command += "'" + program.string() + "' " + args + " >'" + (capture / "out").string() +
              "' 2>'" + (capture / "err").string() + "'";
   const int raw = std::system(command.c_str());
   ProcessResult result;
@@ -111,6 +111,11 @@ ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& 
   result.out = slurp(capture / "out");
   result.err = slurp(capture / "err");
   return result;
+}
+
+ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd,
+                          const std::vector<std::string>& env) {
+  return run_program(DPTRAIN_BINARY, args, cwd, env);
 }
 
 int free_port() {

@@ -43,8 +43,13 @@ struct ProcessResult {
   std::string err;
 };
 
-// Runs the built dptrain with these arguments (a shell-quoted string) in `cwd`, with `env`
-// ("NAME=value" each) added to the environment.
+// Runs `program` with these arguments (a shell-quoted string) in `cwd`, with `env` ("NAME=value"
+// each) added to the environment.
+ProcessResult run_program(const std::filesystem::path& program, const std::string& args,
+                          const std::filesystem::path& cwd = {},
+                          const std::vector<std::string>& env = {});
+
+// run_program for the built dptrain.
 ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {},
                           const std::vector<std::string>& env = {});
 

@@ -1,6 +1,6 @@
 #include "support/runs.h"
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include "core/fs.h"
 

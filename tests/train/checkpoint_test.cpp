@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <csignal>
 #include <thread>
 
@@ -143,15 +143,15 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
   } catch (const core::Error& e) {
     CHECK(e.code() == core::ErrorCode::kConfig);
     CHECK_THAT(e.what(),
-               Catch::StartsWith((dir / "lenet.pt").string() +
+               Catch::Matchers::StartsWith((dir / "lenet.pt").string() +
                                  ": the checkpoint holds model \"lenet\" with "
                                  "parameters [20, 1, 3, 3], [20],") &&
-                   Catch::EndsWith("but the config builds \"linear\" with [10, 784], [10]"));
+                   Catch::Matchers::EndsWith("but the config builds \"linear\" with [10, 784], [10]"));
   }
   core::write_file_atomic(dir / "junk.pt", "not a checkpoint");
   CHECK_THROWS_MATCHES(
       train::read_checkpoint(dir / "junk.pt", other, backend, sgd), core::Error,
-      Catch::Predicate<core::Error>([&](const core::Error& e) {
+      Catch::Matchers::Predicate<core::Error>([&](const core::Error& e) {
         return e.code() == core::ErrorCode::kIo &&
                std::string(e.what()).rfind(
                    (dir / "junk.pt").string() + ": not a readable dptrain checkpoint", 0) == 0;

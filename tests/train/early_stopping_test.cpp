@@ -2,7 +2,7 @@
 // patience, the direction each figure improves in, and values that are not finite.
 #include "train/early_stopping.h"
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <limits>
 
 using dptrain::config::EarlyStoppingConfig;

@@ -2,7 +2,7 @@
 // a skipped step on inf or nan, gradients unscaled before the step, and its state carried over.
 #include "train/grad_scaler.h"
 
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 #include <limits>
 
 using dptrain::train::GradScaler;

@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "support/catch.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -135,5 +135,5 @@ TEST_CASE("a run writes config.json, metrics.jsonl, summary.json and d2l's line"
     ++count;
   }
   CHECK(count == 4);  // three epoch lines, then d2l's
-  CHECK_THAT(last, Catch::Matches(R"(test acc: \d\.\d\d, [0-9.]+ sec/epoch on \[cpu\])"));
+  CHECK_THAT(last, Catch::Matchers::Matches(R"(test acc: \d\.\d\d, [0-9.]+ sec/epoch on \[cpu\])"));
 }
