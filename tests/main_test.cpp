@@ -42,7 +42,9 @@ int report_skips(int failures) {
   return failures == 0 && all_skipped ? dptrain::testing::kAllSkippedStatus : failures;
 }
 #else
-int report_skips(int failures) { return failures; }
+int report_skips(int failures) {
+  return failures;
+}
 #endif
 
 int main(int argc, char* argv[]) {

@@ -16,9 +16,9 @@ struct TorchInfo {
   bool nccl_available = false;  // compiled into this LibTorch
   int cuda_device_count = 0;
   // Versions this build was compiled against, "12.4"; empty where the build has none of it.
-  std::string cuda_build_version;   // the CUDA runtime LibTorch was built with
-  std::string cudnn_build_version;  // the cuDNN LibTorch was built with
-  std::string nccl_build_version;   // the nccl.h dptrain's ddp was compiled with
+  std::string cuda_build_version;    // the CUDA runtime LibTorch was built with
+  std::string cudnn_build_version;   // the cuDNN LibTorch was built with
+  std::string nccl_build_version;    // the nccl.h dptrain's ddp was compiled with
   std::vector<std::string> devices;  // "cpu", then "cuda:0" ...
   int cores = 0;                     // what runtime.threads 0 uses
   int default_threads = 0;           // LibTorch's own default intra-op thread count

@@ -73,7 +73,8 @@ TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[c
   write_text(file, R"({"optimizer": {"lr": "fast"}})");
   const auto result = run_dptrain("train --config " + file);
   CHECK(result.status == 3);
-  CHECK_THAT(result.err, ContainsSubstring(file + ": optimizer.lr: expected a number, got a string"));
+  CHECK_THAT(result.err,
+             ContainsSubstring(file + ": optimizer.lr: expected a number, got a string"));
   CHECK_THAT(result.err, ContainsSubstring("hint: "));
   CHECK(result.out.empty());
 }
@@ -150,9 +151,9 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
   run.signal(SIGINT);
   const auto result = run.finish(10);
   CHECK(result.status == 130);
-  CHECK_THAT(result.err,
-             Catch::Matchers::Matches(R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
-                            R"(after step \d+ of 2000(.|\n)*)"));
+  CHECK_THAT(result.err, Catch::Matchers::Matches(
+                             R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
+                             R"(after step \d+ of 2000(.|\n)*)"));
   CHECK(std::filesystem::exists(out / "config.json"));
   CHECK_FALSE(std::filesystem::exists(out / "summary.json"));
 }

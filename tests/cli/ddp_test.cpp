@@ -107,8 +107,7 @@ TEST_CASE("with drop_last, ddp trains on exactly single's full batches, no padde
               .status == 0);
   for (const auto& out : {single, ddp}) {
     INFO(out.string());
-    const auto record =
-        nlohmann::json::parse(dptrain::core::read_text_file(out / "metrics.jsonl"));
+    const auto record = nlohmann::json::parse(dptrain::core::read_text_file(out / "metrics.jsonl"));
     CHECK(record.at("train_samples") == 540);
   }
   CHECK(max_relative_difference(load_parameters(ddp / "model.pt"),
@@ -178,8 +177,8 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
   INFO(result.err);
   CHECK(result.status == 128 + SIGKILL);
   CHECK_THAT(result.err, ContainsSubstring("ddp: rank 1 of 2 (pid " + std::to_string(rank1) +
-                                         ") was killed by signal 9 (Killed); the other ranks "
-                                         "were stopped"));
+                                           ") was killed by signal 9 (Killed); the other ranks "
+                                           "were stopped"));
   CHECK_FALSE(process_exists(rank0));
 }
 
@@ -199,8 +198,9 @@ TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, nami
   const auto result = rank0.finish(25);
   INFO(result.err);
   CHECK(result.status == 8);
-  CHECK_THAT(result.err, Catch::Matchers::Matches(R"((.|\n)*distributed error: rank 0: the all-reduce of )"
-                                        R"([^\n]* failed: (.|\n)*)"));
+  CHECK_THAT(result.err,
+             Catch::Matchers::Matches(R"((.|\n)*distributed error: rank 0: the all-reduce of )"
+                                      R"([^\n]* failed: (.|\n)*)"));
 }
 
 TEST_CASE("an unreachable rendezvous is a distributed error within the timeout", "[cli][ddp]") {
@@ -213,8 +213,8 @@ TEST_CASE("an unreachable rendezvous is a distributed error within the timeout",
                   {}, torchrun_env(1, 2, port));
   CHECK(result.status == 8);
   CHECK_THAT(result.err, ContainsSubstring("rank 1: could not reach the rendezvous store at "
-                                         "127.0.0.1:" +
-                                         std::to_string(port) + " within 2 s"));
+                                           "127.0.0.1:" +
+                                           std::to_string(port) + " within 2 s"));
   CHECK_THAT(result.err, ContainsSubstring("hint: check MASTER_ADDR and MASTER_PORT"));
 }
 
@@ -235,8 +235,9 @@ TEST_CASE("bad launcher variables and a batch that does not split are clear erro
                                   " --set data.batch_size=256 --set parallel.backend=ddp"
                                   " --set parallel.devices='[\"cpu\",\"cpu\",\"cpu\"]'");
   CHECK(uneven.status == 3);
-  CHECK_THAT(uneven.err, ContainsSubstring("config error: data.batch_size: 256 does not split evenly "
-                                         "over 3 ranks"));
+  CHECK_THAT(uneven.err,
+             ContainsSubstring("config error: data.batch_size: 256 does not split evenly "
+                               "over 3 ranks"));
   CHECK_THAT(uneven.err, ContainsSubstring("hint: use a multiple of 3, such as 255 or 258"));
   CHECK_THAT(uneven.err, !ContainsSubstring("started"));  // refused before any rank started
 
@@ -246,7 +247,7 @@ TEST_CASE("bad launcher variables and a batch that does not split are clear erro
   CHECK(single_under_launcher.status == 3);
   CHECK_THAT(single_under_launcher.err,
              ContainsSubstring("parallel.backend: \"single\" trains in one process, but torchrun "
-                             "started 2"));
+                               "started 2"));
 }
 
 TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][ddp]") {

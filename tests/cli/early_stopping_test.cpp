@@ -52,8 +52,8 @@ TEST_CASE("a plateau stops the run at the patience's epoch and restores the best
     REQUIRE(result.status == 0);
     CHECK_THAT(result.out, ContainsSubstring("early stopping: train_loss did not improve on ") &&
                                ContainsSubstring("(epoch 1) for 2 evaluations; stopped after epoch "
-                                               "3\nearly stopping: restored the weights of epoch "
-                                               "1 (best train_loss "));
+                                                 "3\nearly stopping: restored the weights of epoch "
+                                                 "1 (best train_loss "));
     const auto summary = summary_of(out);
     CHECK(summary.at("stopped_early") == true);
     CHECK(summary.at("epochs_run") == 3);
@@ -99,7 +99,8 @@ TEST_CASE("a validation split holds out training samples and is reported per epo
       run_dptrain(plateau_args(dir, 1) +
                   " --set parallel.devices=cpu --set data.val_split=0.1 --output " + out.string());
   REQUIRE(result.status == 0);
-  CHECK_THAT(result.err, ContainsSubstring("data: 540 training samples, 60 held out for validation"));
+  CHECK_THAT(result.err,
+             ContainsSubstring("data: 540 training samples, 60 held out for validation"));
   CHECK_THAT(result.out, ContainsSubstring("  val loss ") && ContainsSubstring("  val acc "));
   const auto record = nlohmann::json::parse(dptrain::core::read_text_file(out / "metrics.jsonl"));
   CHECK(record.at("train_samples") == 540);

@@ -1,8 +1,8 @@
 // Mixed precision and gradient clipping as users run them on a CPU: bf16 autocast changes the
 // arithmetic but not the outcome by much, on single and dp; fp16 is refused on a CPU; clipping
 // bounds the step.
-#include "support/catch.h"
 #include <iostream>
+#include "support/catch.h"
 
 #include "core/fs.h"
 

@@ -80,9 +80,9 @@ TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "
     INFO(stopped.err);
     CHECK(stopped.status == 75);
     CHECK_THAT(stopped.err, ContainsSubstring("preempted: stopped by " + c.signal_name +
-                                            " (a preemption notice) in epoch ") &&
+                                              " (a preemption notice) in epoch ") &&
                                 ContainsSubstring("; checkpoint written to " + cut.string() +
-                                                "/checkpoints/epoch-000"));
+                                                  "/checkpoints/epoch-000"));
     bool mid_epoch = false;
     for (const auto& e : std::filesystem::directory_iterator(cut / "checkpoints")) {
       mid_epoch |= e.path().filename().string().find("-step-") != std::string::npos;
@@ -112,5 +112,5 @@ TEST_CASE("resume takes a checkpoint that exists, and auto needs the run's folde
   const auto no_output = run_dptrain("train --resume auto");
   CHECK(no_output.status == 2);
   CHECK_THAT(no_output.err, ContainsSubstring("--resume auto looks for checkpoints in the run's "
-                                            "folder, but there is no --output"));
+                                              "folder, but there is no --output"));
 }

@@ -50,8 +50,10 @@ TEST_CASE("a hold-out that leaves either part empty is a config error", "[data]"
   const auto train = testing::counting_dataset(600);
   CHECK_THROWS_MATCHES(
       data::hold_out(*train, 0.0001, 42), core::Error,
-      Catch::Matchers::Message("data.val_split: 0.0001 of 600 training samples leaves no validation set"));
+      Catch::Matchers::Message(
+          "data.val_split: 0.0001 of 600 training samples leaves no validation set"));
   CHECK_THROWS_MATCHES(
       data::hold_out(*train, 0.9999, 42), core::Error,
-      Catch::Matchers::Message("data.val_split: 0.9999 of 600 training samples leaves nothing to train on"));
+      Catch::Matchers::Message(
+          "data.val_split: 0.9999 of 600 training samples leaves nothing to train on"));
 }

@@ -61,7 +61,8 @@ TEST_CASE("a gzip stream cut short is an error, not a short read", "[data]") {
   auto gz = dptrain::core::read_text_file(dir / "full.gz");
   gz.resize(gz.size() / 2);
   write_text(dir / "cut.gz", gz);
-  CHECK_THAT(data_error(dir / "cut.gz"), Catch::Matchers::StartsWith((dir / "cut.gz").string() + ": "));
+  CHECK_THAT(data_error(dir / "cut.gz"),
+             Catch::Matchers::StartsWith((dir / "cut.gz").string() + ": "));
 }
 
 TEST_CASE("a wrong magic number is an error naming the file", "[data]") {
@@ -131,8 +132,9 @@ TEST_CASE("missing data is an error listing every folder searched", "[data]") {
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::kData);
     const std::string msg = e.what();
-    CHECK_THAT(msg, Catch::Matchers::StartsWith("no mnist data found; looked in:\n  " + dir.path().string() +
-                                      "\n  data/mnist\n  /usr/share/datasets/mnist\n"));
+    CHECK_THAT(msg, Catch::Matchers::StartsWith("no mnist data found; looked in:\n  " +
+                                                dir.path().string() +
+                                                "\n  data/mnist\n  /usr/share/datasets/mnist\n"));
   }
   ::unsetenv("DPTRAIN_DATA_DIR");
   try {

@@ -1,7 +1,7 @@
 #include "dist/rendezvous.h"
 
-#include "support/catch.h"
 #include <map>
+#include "support/catch.h"
 
 #include "core/error.h"
 #include "dist/nodelist.h"

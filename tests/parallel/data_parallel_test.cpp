@@ -2,9 +2,9 @@
 // whatever the batch sizes, and a replica's failure becomes an error that names it.
 #include "parallel/data_parallel.h"
 
+#include <iostream>
 #include "support/catch.h"
 #include "support/skip.h"
-#include <iostream>
 
 #include "core/error.h"
 #include "model/registry.h"
@@ -178,17 +178,18 @@ TEST_CASE("a replica that throws stops the step with an error naming it", "[para
   // Rows 2 and 3 are replica 1's chunk, rows 0 and 1 replica 0's (which runs on this thread).
   CHECK_THROWS_MATCHES(step(dp, {2, 3}, -1), Error,
                        Catch::Matchers::Message("dp: replica 1 of 2 (on cpu) failed in forward: "
-                                      "negative input"));
+                                                "negative input"));
   CHECK_THROWS_MATCHES(step(dp, {0}, -1), Error,
                        Catch::Matchers::Message("dp: replica 0 of 2 (on cpu) failed in forward: "
-                                      "negative input"));
+                                                "negative input"));
   try {
     step(dp, {3}, 200);
     FAIL("a gradient tripwire in replica 1 did not throw");
   } catch (const Error& e) {
     CHECK(e.code() == dptrain::core::ErrorCode::kRuntime);
-    CHECK_THAT(e.what(), Catch::Matchers::StartsWith("dp: replica 1 of 2 (on cpu) failed in backward: ") &&
-                             ContainsSubstring("gradient tripwire"));
+    CHECK_THAT(e.what(),
+               Catch::Matchers::StartsWith("dp: replica 1 of 2 (on cpu) failed in backward: ") &&
+                   ContainsSubstring("gradient tripwire"));
   }
   // Nothing is left waiting: the next step runs on both replicas.
   CHECK_NOTHROW(step(dp, {}, 1));

@@ -4,9 +4,9 @@
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
-#include "support/catch.h"
 #include <mutex>
 #include <thread>
+#include "support/catch.h"
 
 #include "model/lenet.h"
 #include "parallel/ddp.h"

@@ -5,9 +5,9 @@
 #include <torch/torch.h>
 
 #include <atomic>
-#include "support/catch.h"
 #include <chrono>
 #include <stdexcept>
+#include "support/catch.h"
 
 using dptrain::parallel::ReplicaThreads;
 

@@ -12,5 +12,7 @@ using Catch::Approx;
 using Catch::Matchers::ContainsSubstring;
 #else
 #include <catch2/catch.hpp>
-inline auto ContainsSubstring(const std::string& text) { return Catch::Matchers::Contains(text); }
+inline auto ContainsSubstring(const std::string& text) {
+  return Catch::Matchers::Contains(text);
+}
 #endif

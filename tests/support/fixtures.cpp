@@ -103,8 +103,8 @@ ProcessResult run_program(const std::filesystem::path& program, const std::strin
     for (const auto& e : env) command += " '" + e + "'";
     command += " ";
   }
-  command += "'" + program.string() + "' " + args + " >'" + (capture / "out").string() +
-             "' 2>'" + (capture / "err").string() + "'";
+  command += "'" + program.string() + "' " + args + " >'" + (capture / "out").string() + "' 2>'" +
+             (capture / "err").string() + "'";
   const int raw = std::system(command.c_str());
   ProcessResult result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

@@ -19,6 +19,8 @@ void record_skip(const std::string& reason) {
   std::cout << reason << std::endl;
 }
 
-const std::vector<std::string>& skipped_tests() { return skips(); }
+const std::vector<std::string>& skipped_tests() {
+  return skips();
+}
 
 }  // namespace dptrain::testing

@@ -25,16 +25,16 @@ const std::vector<std::string>& skipped_tests();
 #define DPTRAIN_NO_CUDA_REASON "[cuda] skipped: this LibTorch sees no CUDA device"
 
 #if CATCH_VERSION_MAJOR >= 3
-#define SKIP_WITHOUT_CUDA()                                           \
-  do {                                                                \
-    if (!torch::cuda::is_available()) SKIP(DPTRAIN_NO_CUDA_REASON);   \
+#define SKIP_WITHOUT_CUDA()                                         \
+  do {                                                              \
+    if (!torch::cuda::is_available()) SKIP(DPTRAIN_NO_CUDA_REASON); \
   } while (false)
 #else
-#define SKIP_WITHOUT_CUDA()                                           \
-  do {                                                                \
-    if (!torch::cuda::is_available()) {                               \
-      ::dptrain::testing::record_skip(DPTRAIN_NO_CUDA_REASON);        \
-      return;                                                         \
-    }                                                                 \
+#define SKIP_WITHOUT_CUDA()                                    \
+  do {                                                         \
+    if (!torch::cuda::is_available()) {                        \
+      ::dptrain::testing::record_skip(DPTRAIN_NO_CUDA_REASON); \
+      return;                                                  \
+    }                                                          \
   } while (false)
 #endif

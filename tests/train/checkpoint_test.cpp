@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "support/catch.h"
 #include <csignal>
 #include <thread>
+#include "support/catch.h"
 
 #include "config/load.h"
 #include "core/error.h"
@@ -142,11 +142,11 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
     FAIL("a LeNet checkpoint was loaded into a linear model");
   } catch (const core::Error& e) {
     CHECK(e.code() == core::ErrorCode::kConfig);
-    CHECK_THAT(e.what(),
-               Catch::Matchers::StartsWith((dir / "lenet.pt").string() +
-                                 ": the checkpoint holds model \"lenet\" with "
-                                 "parameters [20, 1, 3, 3], [20],") &&
-                   Catch::Matchers::EndsWith("but the config builds \"linear\" with [10, 784], [10]"));
+    CHECK_THAT(e.what(), Catch::Matchers::StartsWith((dir / "lenet.pt").string() +
+                                                     ": the checkpoint holds model \"lenet\" with "
+                                                     "parameters [20, 1, 3, 3], [20],") &&
+                             Catch::Matchers::EndsWith(
+                                 "but the config builds \"linear\" with [10, 784], [10]"));
   }
   core::write_file_atomic(dir / "junk.pt", "not a checkpoint");
   CHECK_THROWS_MATCHES(

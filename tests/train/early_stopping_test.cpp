@@ -2,8 +2,8 @@
 // patience, the direction each figure improves in, and values that are not finite.
 #include "train/early_stopping.h"
 
-#include "support/catch.h"
 #include <limits>
+#include "support/catch.h"
 
 using dptrain::config::EarlyStoppingConfig;
 using dptrain::train::EarlyStopping;

@@ -2,8 +2,8 @@
 // a skipped step on inf or nan, gradients unscaled before the step, and its state carried over.
 #include "train/grad_scaler.h"
 
-#include "support/catch.h"
 #include <limits>
+#include "support/catch.h"
 
 using dptrain::train::GradScaler;
 using dptrain::train::GradScalerOptions;
