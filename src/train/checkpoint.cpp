@@ -19,7 +19,7 @@ using core::Error;
 using core::ErrorCode;
 using nlohmann::json;
 
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 2: "partial" holds TrainingSums
 
 // Settings that may change between a run and its resumption without changing what it computes.
 bool may_differ(const std::string& key) {
@@ -199,7 +199,7 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
   Progress p;
   p.epoch = meta.at("epoch").get<int64_t>();
   p.steps_done = meta.at("steps_done").get<int64_t>();
-  p.partial = epoch_metrics_from_json(meta.at("partial"));
+  p.partial = training_sums_from_json(meta.at("partial"));
   for (const auto& m : meta.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
   const json& es = meta.at("early_stopping");
   p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),

@@ -25,7 +25,7 @@ namespace dptrain::train {
 struct Progress {
   int64_t epoch = 0;                 // the epoch under way or next (0-based)
   int64_t steps_done = 0;            // its steps already taken (non-zero after a preemption)
-  EpochMetrics partial;              // those steps' running sums (train_loss and train_acc as sums)
+  TrainingSums partial;              // those steps' sums over every rank
   std::vector<EpochMetrics> epochs;  // the finished epochs' records
   EarlyStopping::State early_stopping;
   std::vector<torch::Tensor> best_weights;  // early stopping's, when it restores them

@@ -60,6 +60,24 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   return m;
 }
 
+nlohmann::json to_json(const TrainingSums& s) {
+  return {{"loss_sum", s.loss},
+          {"correct", s.correct},
+          {"samples", s.samples},
+          {"skipped_steps", s.skipped_steps},
+          {"train_sec", s.train_sec}};
+}
+
+TrainingSums training_sums_from_json(const nlohmann::json& j) {
+  TrainingSums s;
+  s.loss = number(j, "loss_sum");
+  s.correct = j.at("correct").get<int64_t>();
+  s.samples = j.at("samples").get<int64_t>();
+  s.skipped_steps = j.at("skipped_steps").get<int64_t>();
+  s.train_sec = number(j, "train_sec");
+  return s;
+}
+
 nlohmann::json to_json(const RunSummary& s) {
   return {{"test_acc", s.test_acc},
           {"test_loss", s.test_loss},

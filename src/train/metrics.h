@@ -30,6 +30,17 @@ struct EpochMetrics {
   double samples_per_sec() const { return train_sec > 0 ? train_samples / train_sec : 0; }
 };
 
+// An epoch's training figures while it runs, summed over its steps (and, once reduced, over the
+// ranks): what a preemption's checkpoint keeps of an epoch cut short, and what its resumption
+// adds to. Means come from them only when the epoch ends (EpochMetrics).
+struct TrainingSums {
+  double loss = 0;      // the loss summed over samples
+  int64_t correct = 0;  // samples classified right
+  int64_t samples = 0;
+  int64_t skipped_steps = 0;  // fp16: steps skipped for inf/nan gradients
+  double train_sec = 0;
+};
+
 struct RunSummary {
   double test_acc = 0;
   double test_loss = 0;
@@ -54,6 +65,8 @@ struct RunSummary {
 nlohmann::json to_json(const EpochMetrics& m);
 // Reads back what to_json wrote (checkpoints keep the finished epochs' records).
 EpochMetrics epoch_metrics_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const TrainingSums& s);
+TrainingSums training_sums_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const RunSummary& s);
 
 // Sums up a finished run's epochs (the last epoch's accuracies, mean timings).

@@ -40,31 +40,86 @@ bool all_want_to_preempt(parallel::Backend& backend) {
 }
 
 struct EpochOutcome {
-  EpochMetrics m;          // finished: the epoch's figures; preempted: the sums so far
+  EpochMetrics m;          // finished: the epoch's figures; preempted: m.epoch and m.steps only
+  TrainingSums sums;       // over every rank: what a preemption's checkpoint keeps
   bool preempted = false;  // stopped after m.steps steps for a preemption
 };
+
+// The running loss and hit count stay on the device, so that a step never waits to add them.
+struct DeviceSums {
+  torch::Tensor loss;     // float64
+  torch::Tensor correct;  // int64
+};
+
+std::string where_in_epoch(int64_t epoch, int64_t step, int64_t steps) {
+  return "in epoch " + std::to_string(epoch) + " after step " + std::to_string(step) + " of " +
+         std::to_string(steps);
+}
+
+// One optimizer step in nanoGPT's order: zero, forward under autocast, scaled backward, the
+// gradients complete (all-reduced, or summed over the replicas), unscale, clip, step unless
+// inf/nan, rescale. Adds the batch's loss and hits to `device_sums`; false if the step was skipped.
+bool train_step(Session& s, const data::Batch& batch, const std::vector<torch::Tensor>& params,
+                DeviceSums& device_sums, torch::Tensor& loss) {
+  parallel::Backend& backend = *s.backend;
+  s.optimizer->zero_grad();
+  torch::Tensor logits;
+  {
+    const AutocastScope autocast(backend.devices(), s.autocast);
+    logits = backend.forward(batch.images);
+    loss = F::cross_entropy(logits, batch.labels);
+  }
+  s.scaler.scale_loss(loss).backward();
+  backend.synchronize_gradients();
+  if (s.grad_clip_norm > 0) {
+    s.scaler.unscale(params);
+    torch::nn::utils::clip_grad_norm_(params, s.grad_clip_norm);
+  }
+  const bool stepped = s.scaler.step(*s.optimizer, params);
+  s.scaler.update();
+
+  torch::NoGradGuard no_grad;
+  device_sums.loss += loss.detach().to(torch::kFloat64) * batch.size();
+  device_sums.correct += logits.argmax(1).eq(batch.labels).sum();
+  return stepped;
+}
+
+// Sums the ranks' figures; the means of a finished epoch, or the sums of a preempted one.
+void reduce_epoch(parallel::Backend& backend, const DeviceSums& device_sums, EpochOutcome& out) {
+  std::vector<double> totals = {device_sums.loss.item<double>(),
+                                static_cast<double>(device_sums.correct.item<int64_t>()),
+                                static_cast<double>(out.sums.samples)};
+  backend.all_reduce_sum(totals);
+  out.sums.loss = totals[0];
+  out.sums.correct = static_cast<int64_t>(totals[1]);
+  out.sums.samples = static_cast<int64_t>(totals[2]);
+  EpochMetrics& m = out.m;
+  m.train_samples = out.sums.samples;
+  m.skipped_steps = out.sums.skipped_steps;
+  m.train_sec = out.sums.train_sec;
+  if (!out.preempted && out.sums.samples > 0) {
+    m.train_loss = out.sums.loss / static_cast<double>(out.sums.samples);
+    m.train_acc = static_cast<double>(out.sums.correct) / static_cast<double>(out.sums.samples);
+  }
+}
 
 // One pass over the training set, or the rest of one that a preemption cut short (`resume`).
 EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Progress* resume) {
   parallel::Backend& backend = *s.backend;
   const double waited_before = backend.communication_wait_seconds();
   const auto options = torch::TensorOptions().device(backend.input_device());
-  torch::Tensor loss_sum = torch::zeros({}, options.dtype(torch::kFloat64));
-  torch::Tensor correct = torch::zeros({}, options.dtype(torch::kInt64));
+  DeviceSums device_sums{torch::zeros({}, options.dtype(torch::kFloat64)),
+                         torch::zeros({}, options.dtype(torch::kInt64))};
   EpochOutcome out;
   EpochMetrics& m = out.m;
   m.epoch = epoch + 1;
-  double earlier_sec = 0;
   if (resume) {
     m.steps = resume->steps_done;
-    m.skipped_steps = resume->partial.skipped_steps;  // the same on every rank
-    earlier_sec = resume->partial.train_sec;
+    out.sums = resume->partial;
     // The checkpoint holds the sums over every rank; rank 0 carries them on alone.
-    if (backend.rank() == 0) {
-      loss_sum.fill_(resume->partial.train_loss);
-      correct.fill_(static_cast<int64_t>(resume->partial.train_acc));
-      m.train_samples = resume->partial.train_samples;
-    }
+    if (backend.rank() != 0) out.sums.loss = out.sums.correct = out.sums.samples = 0;
+    device_sums.loss.fill_(out.sums.loss);
+    device_sums.correct.fill_(out.sums.correct);
   }
   const int64_t steps = s.train_loader->batches_per_epoch();
 
@@ -74,32 +129,11 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
   core::Stopwatch timer;
   const std::vector<torch::Tensor> params = backend.parameters();
   while (auto batch = s.train_loader->next()) {
-    // nanoGPT's order: zero, forward under autocast, scaled backward, the gradients complete
-    // (all-reduced, or summed over the replicas), unscale, clip, step unless inf/nan, rescale.
-    s.optimizer->zero_grad();
-    torch::Tensor logits;
     torch::Tensor loss;
-    {
-      const AutocastScope autocast(backend.devices(), s.autocast);
-      logits = backend.forward(batch->images);
-      loss = F::cross_entropy(logits, batch->labels);
-    }
-    s.scaler.scale_loss(loss).backward();
-    backend.synchronize_gradients();
-    if (s.grad_clip_norm > 0) {
-      s.scaler.unscale(params);
-      torch::nn::utils::clip_grad_norm_(params, s.grad_clip_norm);
-    }
-    if (!s.scaler.step(*s.optimizer, params)) ++m.skipped_steps;
-    s.scaler.update();
-
-    torch::NoGradGuard no_grad;
-    loss_sum += loss.detach().to(torch::kFloat64) * batch->size();
-    correct += logits.argmax(1).eq(batch->labels).sum();
-    m.train_samples += batch->size();
+    if (!train_step(s, *batch, params, device_sums, loss)) ++out.sums.skipped_steps;
+    out.sums.samples += batch->size();
     ++m.steps;
-    core::throw_if_interrupted("in epoch " + std::to_string(m.epoch) + " after step " +
-                               std::to_string(m.steps) + " of " + std::to_string(steps));
+    core::throw_if_interrupted(where_in_epoch(m.epoch, m.steps, steps));
     if (log_every > 0 && m.steps % log_every == 0) {
       spdlog::info("epoch {} step {}/{} loss {:.4f}", m.epoch, m.steps, steps, loss.item<double>());
     }
@@ -110,22 +144,10 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
     }
   }
   parallel::synchronize(backend.input_device());
-  m.train_sec = earlier_sec + timer.seconds();
+  out.sums.train_sec += timer.seconds();
   m.comm_wait_sec = backend.communication_wait_seconds() - waited_before;
   if (s.scaler.enabled()) m.loss_scale = s.scaler.scale();
-
-  std::vector<double> totals = {loss_sum.item<double>(),
-                                static_cast<double>(correct.item<int64_t>()),
-                                static_cast<double>(m.train_samples)};
-  backend.all_reduce_sum(totals);
-  m.train_samples = static_cast<int64_t>(totals[2]);
-  if (out.preempted) {  // sums, for the checkpoint
-    m.train_loss = totals[0];
-    m.train_acc = totals[1];
-  } else if (totals[2] > 0) {
-    m.train_loss = totals[0] / totals[2];
-    m.train_acc = totals[1] / totals[2];
-  }
+  reduce_epoch(backend, device_sums, out);
   return out;
 }
 
@@ -148,8 +170,7 @@ void evaluate_epoch(Session& s, EpochMetrics& m) {
 // The error that ends a preempted run: exit status 75, so that a batch script can requeue it.
 core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesystem::path& path,
                       bool writer) {
-  const std::string where = "in epoch " + std::to_string(m.epoch) + " after step " +
-                            std::to_string(m.steps) + " of " + std::to_string(steps);
+  const std::string where = where_in_epoch(m.epoch, m.steps, steps);
   return core::Error(
       core::ErrorCode::kPreempted,
       "stopped by " + core::preemption_signal_name() + " (a preemption notice) " + where + "; " +
@@ -165,89 +186,126 @@ void save_parameters(parallel::Backend& backend, const std::filesystem::path& pa
   core::write_file_atomic(path, bytes.str());
 }
 
+// One run from its first (or resumed) epoch to its files: the epoch loop and what it keeps.
+class RunLoop {
+ public:
+  RunLoop(const config::Config& config, const std::filesystem::path& output_dir,
+          std::ostream& console, const dist::RankInfo& rank)
+      : config_(config),
+        output_dir_(output_dir),
+        console_(console),
+        s_(build_session(config, rank)),
+        writer_(s_.backend->rank() == 0),
+        devices_(parallel::format_devices(s_.backend->devices())),
+        watcher_(config.early_stopping, config.checkpoint.save_best),
+        checkpoints_(config, checkpoint_dir(config, output_dir), writer_) {
+    if (writer_) {
+      core::write_file_atomic(output_dir / "config.json", config::to_json(config).dump(2) + "\n");
+    }
+    spdlog::info("training {} on {} ({} backend, {} threads), {} steps per epoch, output {}",
+                 config.model.name, devices_, s_.backend->name(), torch::get_num_threads(),
+                 s_.train_loader->batches_per_epoch(), output_dir.string());
+  }
+
+  void resume_from(const std::filesystem::path& path) {
+    start_ = read_checkpoint(path, config_, *s_.backend, *s_.optimizer);
+    result_.epochs = start_.epochs;
+    watcher_.restore(start_.early_stopping, start_.best_weights);
+    s_.scaler.restore(start_.scaler);
+    spdlog::info("resumed from {}: epoch {}, step {}", path.string(), start_.epoch + 1,
+                 start_.steps_done);
+  }
+
+  TrainResult run() {
+    if (writer_) metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
+    for (int64_t epoch = start_.epoch; epoch < config_.train.epochs; ++epoch) {
+      const bool rest_of_epoch = epoch == start_.epoch && start_.steps_done > 0;
+      EpochOutcome outcome =
+          train_epoch(s_, epoch, config_.log.every_steps, rest_of_epoch ? &start_ : nullptr);
+      if (outcome.preempted) stop_for_preemption(epoch, outcome);
+      if (!record_epoch(outcome.m)) break;
+    }
+    finish();
+    return result_;
+  }
+
+ private:
+  Progress progress(int64_t epoch, int64_t steps_done, const TrainingSums& partial) const {
+    Progress p;
+    p.epoch = epoch;
+    p.steps_done = steps_done;
+    p.partial = partial;
+    p.epochs = result_.epochs;
+    p.early_stopping = watcher_.state();
+    p.best_weights = watcher_.best_weights();
+    p.scaler = s_.scaler.state();
+    return p;
+  }
+
+  [[noreturn]] void stop_for_preemption(int64_t epoch, const EpochOutcome& outcome) {
+    const EpochMetrics& m = outcome.m;
+    const auto path =
+        checkpoints_.save(checkpoint_name(epoch, m.steps), progress(epoch, m.steps, outcome.sums),
+                          *s_.backend, *s_.optimizer);
+    // No rank exits before rank 0 has written it: a launcher may stop the rest when one exits
+    // (srun --kill-on-bad-exit).
+    std::vector<double> barrier = {0};
+    s_.backend->all_reduce_sum(barrier);
+    throw preempted(m, s_.train_loader->batches_per_epoch(), path, writer_);
+  }
+
+  // Evaluates a finished epoch, reports it, checkpoints; false when early stopping ends the run.
+  bool record_epoch(EpochMetrics& m) {
+    evaluate_epoch(s_, m);
+    result_.epochs.push_back(m);
+    if (writer_) {
+      console_ << format_epoch_line(m, config_.train.epochs) << std::endl;
+      metrics_file_->append(m);
+    }
+    const EarlyStopWatch::Verdict verdict = watcher_.after_epoch(*s_.backend, m);
+    checkpoints_.after_epoch(m.epoch, verdict.improved, progress(m.epoch, 0, TrainingSums{}),
+                             *s_.backend, *s_.optimizer);
+    return !verdict.stop;
+  }
+
+  void finish() {
+    RunSummary& summary = result_.summary;
+    summary = summarize(result_.epochs);
+    for (const auto& line : watcher_.finish(*s_.backend, result_.epochs, summary)) {
+      if (writer_) console_ << line << std::endl;
+    }
+    summary.backend = s_.backend->name();
+    for (const auto& d : s_.backend->devices()) summary.devices.push_back(d.str());
+    summary.world_size = s_.backend->world_size();
+    summary.precision = config_.precision;
+    summary.libtorch_version = core::compat::libtorch_version();
+    if (!writer_) return;
+    save_parameters(*s_.backend, output_dir_ / "model.pt");
+    core::write_file_atomic(output_dir_ / "summary.json", to_json(summary).dump(2) + "\n");
+    console_ << format_summary_line(summary.test_acc, summary.sec_per_epoch, devices_) << std::endl;
+  }
+
+  const config::Config& config_;
+  const std::filesystem::path output_dir_;
+  std::ostream& console_;
+  Session s_;
+  const bool writer_;
+  const std::string devices_;
+  EarlyStopWatch watcher_;
+  Checkpointer checkpoints_;
+  Progress start_;
+  TrainResult result_;
+  std::optional<MetricsFile> metrics_file_;
+};
+
 }  // namespace
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
                   std::ostream& console, const dist::RankInfo& rank,
                   const std::optional<std::filesystem::path>& resume) {
-  Session s = build_session(config, rank);
-  const bool writer = s.backend->rank() == 0;
-  if (writer) {
-    core::write_file_atomic(output_dir / "config.json", config::to_json(config).dump(2) + "\n");
-  }
-  const std::string devices = parallel::format_devices(s.backend->devices());
-  spdlog::info("training {} on {} ({} backend, {} threads), {} steps per epoch, output {}",
-               config.model.name, devices, s.backend->name(), torch::get_num_threads(),
-               s.train_loader->batches_per_epoch(), output_dir.string());
-
-  TrainResult result;
-  EarlyStopWatch watcher(config.early_stopping, config.checkpoint.save_best);
-  Progress start;
-  if (resume) {
-    start = read_checkpoint(*resume, config, *s.backend, *s.optimizer);
-    result.epochs = start.epochs;
-    watcher.restore(start.early_stopping, start.best_weights);
-    s.scaler.restore(start.scaler);
-    spdlog::info("resumed from {}: epoch {}, step {}", resume->string(), start.epoch + 1,
-                 start.steps_done);
-  }
-  std::optional<MetricsFile> metrics_file;
-  if (writer) metrics_file.emplace(output_dir / "metrics.jsonl", result.epochs);
-  Checkpointer checkpoints(config, checkpoint_dir(config, output_dir), writer);
-  auto progress = [&](int64_t epoch, int64_t steps_done, const EpochMetrics& partial) {
-    Progress p;
-    p.epoch = epoch;
-    p.steps_done = steps_done;
-    p.partial = partial;
-    p.epochs = result.epochs;
-    p.early_stopping = watcher.state();
-    p.best_weights = watcher.best_weights();
-    p.scaler = s.scaler.state();
-    return p;
-  };
-
-  for (int64_t epoch = start.epoch; epoch < config.train.epochs; ++epoch) {
-    const bool rest_of_epoch = epoch == start.epoch && start.steps_done > 0;
-    EpochOutcome outcome =
-        train_epoch(s, epoch, config.log.every_steps, rest_of_epoch ? &start : nullptr);
-    EpochMetrics& m = outcome.m;
-    if (outcome.preempted) {
-      const auto path = checkpoints.save(checkpoint_name(epoch, m.steps),
-                                         progress(epoch, m.steps, m), *s.backend, *s.optimizer);
-      // No rank exits before rank 0 has written it: a launcher may stop the rest when one exits
-      // (srun --kill-on-bad-exit).
-      std::vector<double> barrier = {0};
-      s.backend->all_reduce_sum(barrier);
-      throw preempted(m, s.train_loader->batches_per_epoch(), path, writer);
-    }
-    evaluate_epoch(s, m);
-    result.epochs.push_back(m);
-    if (writer) {
-      console << format_epoch_line(m, config.train.epochs) << std::endl;
-      metrics_file->append(m);
-    }
-    const EarlyStopWatch::Verdict verdict = watcher.after_epoch(*s.backend, m);
-    checkpoints.after_epoch(m.epoch, verdict.improved, progress(epoch + 1, 0, EpochMetrics{}),
-                            *s.backend, *s.optimizer);
-    if (verdict.stop) break;
-  }
-
-  result.summary = summarize(result.epochs);
-  for (const auto& line : watcher.finish(*s.backend, result.epochs, result.summary)) {
-    if (writer) console << line << std::endl;
-  }
-  result.summary.backend = s.backend->name();
-  for (const auto& d : s.backend->devices()) result.summary.devices.push_back(d.str());
-  result.summary.world_size = s.backend->world_size();
-  result.summary.precision = config.precision;
-  result.summary.libtorch_version = core::compat::libtorch_version();
-  if (writer) {
-    save_parameters(*s.backend, output_dir / "model.pt");
-    core::write_file_atomic(output_dir / "summary.json", to_json(result.summary).dump(2) + "\n");
-    console << format_summary_line(result.summary.test_acc, result.summary.sec_per_epoch, devices)
-            << std::endl;
-  }
-  return result;
+  RunLoop loop(config, output_dir, console, rank);
+  if (resume) loop.resume_from(*resume);
+  return loop.run();
 }
 
 }  // namespace dptrain::train

@@ -57,8 +57,9 @@ train::Progress some_progress() {
   train::Progress p;
   p.epoch = 2;
   p.steps_done = 5;
-  p.partial.train_loss = 11.5;
-  p.partial.train_samples = 40;
+  p.partial.loss = 11.5;
+  p.partial.correct = 31;
+  p.partial.samples = 40;
   train::EpochMetrics first;
   first.epoch = 1;
   first.test_acc = 0.5;
@@ -110,8 +111,9 @@ TEST_CASE("a checkpoint restores parameters, optimizer state and progress", "[tr
   CHECK(same_parameters(original.backend, resumed.backend));
   CHECK(p.epoch == 2);
   CHECK(p.steps_done == 5);
-  CHECK(p.partial.train_loss == 11.5);
-  CHECK(p.partial.train_samples == 40);
+  CHECK(p.partial.loss == 11.5);
+  CHECK(p.partial.correct == 31);
+  CHECK(p.partial.samples == 40);
   REQUIRE(p.epochs.size() == 2);
   CHECK(p.epochs[1].epoch == 2);
   CHECK(p.epochs[1].test_acc == 0.5);
