@@ -72,13 +72,26 @@ in_chroot() {  # in_chroot SCRIPT ARGS...: runs the tree's copy of SCRIPT (a hos
   return "$status"
 }
 
-copy_tree() {  # the working tree into /work/dptrain, modification times kept (incremental builds)
-  local dest=$chroot_dir/work/dptrain
-  safe_remove "$dest"
-  mkdir -p "$dest"
+# The working tree into /work/dptrain. A file whose content changed gets a new modification time
+# and an unchanged one keeps the copy it has, so that ninja rebuilds exactly what changed: copying
+# with the tree's own times would hide an edit made before the last build there finished.
+copy_tree() {
+  local dest=$chroot_dir/work/dptrain staging=$chroot_dir/work/incoming
+  safe_remove "$staging"
+  mkdir -p "$staging" "$dest"
   (cd "$root" && git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
     [[ -e $f ]] && printf '%s\0' "$f"  # a tracked file deleted in the tree is not copied
-  done | tar --null -T - -cf -) | tar -xf - -C "$dest"
+  done | tar --null -T - -cf -) | tar -xf - -C "$staging"
+  (cd "$staging" && find . -type f -print0) | while IFS= read -r -d '' f; do
+    if ! cmp -s "$staging/$f" "$dest/$f"; then
+      mkdir -p "$(dirname "$dest/$f")"
+      cp "$staging/$f" "$dest/$f"
+    fi
+  done
+  (cd "$dest" && find . -type f -print0) | while IFS= read -r -d '' f; do
+    [[ -e $staging/$f ]] || rm -f "$dest/$f"
+  done
+  rm -rf "$staging"
 }
 
 safe_remove() {  # rm -rf DIR, refused while anything is mounted beneath it (a bound /dev, say)
