@@ -165,36 +165,28 @@ const Outcome& culprit(const std::vector<Outcome>& failures) {
   return failures.front();
 }
 
-}  // namespace
-
-int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch) {
-  const int world = launch.nnodes * launch.local_ranks;
-  std::string addr = launch.master_addr.empty() ? "127.0.0.1" : launch.master_addr;
-  uint16_t port = launch.master_port;
-  // The first node's launcher serves the store for the whole job, as torchrun's agent does; with
-  // port 0 the system picks a free one, and no other process can take it before the ranks start.
-  c10::intrusive_ptr<c10d::TCPStore> store;
-  if (launch.node_rank == 0) {
-    c10d::TCPStoreOptions options;
-    options.port = port;
-    options.isServer = true;
-    options.waitWorkers = false;
-    options.timeout = launch.timeout;
-    core::compat::use_classic_store_server(options);
-    try {
-      store = c10::make_intrusive<c10d::TCPStore>(addr, options);
-    } catch (const std::exception& e) {
-      throw core::Error(
-          core::ErrorCode::kDistributed,
-          "could not serve the rendezvous store on port " + std::to_string(port) + ": " + e.what(),
-          "another job may be using that port: choose another --master-port");
-    }
-    port = store->getPort();
+// The first node's launcher serves the store for the whole job, as torchrun's agent does; with
+// port 0 the system picks a free one, and no other process can take it before the ranks start.
+c10::intrusive_ptr<c10d::TCPStore> serve_store(const std::string& addr, uint16_t port,
+                                               std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = port;
+  options.isServer = true;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  core::compat::use_classic_store_server(options);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(addr, options);
+  } catch (const std::exception& e) {
+    throw core::Error(
+        core::ErrorCode::kDistributed,
+        "could not serve the rendezvous store on port " + std::to_string(port) + ": " + e.what(),
+        "another job may be using that port: choose another --master-port");
   }
-  catch_signals();
-  spdlog::info("ddp: starting ranks {} to {} of {} on this machine, rendezvous at {}:{}",
-               launch.node_rank * launch.local_ranks,
-               launch.node_rank * launch.local_ranks + launch.local_ranks - 1, world, addr, port);
+}
+
+RankSet start_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch,
+                    const std::string& addr, uint16_t port) {
   RankSet ranks;
   for (int local = 0; local < launch.local_ranks; ++local) {
     const int rank = launch.node_rank * launch.local_ranks + local;
@@ -202,17 +194,28 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     ranks.add(pid, rank);
     spdlog::info("ddp: rank {} started (pid {})", rank, pid);
   }
+  return ranks;
+}
 
+// How the ranks ended, as the launcher saw it.
+struct JobEnd {
   std::vector<Outcome> failures;
-  int preempted = 0;
-  int interrupts = 0;
+  int preempted = 0;   // ranks that stopped for a preemption notice, with a checkpoint
+  int interrupts = 0;  // Ctrl-Cs the launcher received
+};
+
+// Waits for every rank, forwarding Ctrl-C and preemption notices. The first failure stops the
+// others (as Ctrl-C asks: SIGTERM would read as a preemption notice), and kills them after the
+// grace: a rank stuck in a collective with the failed one would wait for its timeout.
+JobEnd supervise(RankSet& ranks, std::chrono::milliseconds grace) {
+  JobEnd end;
   int preemptions = 0;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   while (!ranks.empty()) {
-    if (g_interrupts > interrupts) {
-      interrupts = g_interrupts;
+    if (g_interrupts > end.interrupts) {
+      end.interrupts = g_interrupts;
       // A second Ctrl-C means now: as for a single process.
-      ranks.signal_all(interrupts > 1 ? SIGKILL : SIGINT);
+      ranks.signal_all(end.interrupts > 1 ? SIGKILL : SIGINT);
     }
     if (g_preemption_count > preemptions) {
       // Every notice goes on: ranks take it once and finish with a checkpoint; a scheduler that
@@ -222,14 +225,12 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     }
     if (auto ended = ranks.reap()) {
       if (ended->status == kPreemptedStatus) {
-        ++preempted;  // the others stop after the same step: their vote was collective
+        ++end.preempted;  // the others stop after the same step: their vote was collective
       } else if (ended->status != 0) {
-        failures.push_back(*ended);
+        end.failures.push_back(*ended);
         if (!kill_at) {
-          // Asked to stop as Ctrl-C asks (SIGTERM would read as a preemption notice); a rank
-          // stuck in a collective with the failed one is killed after the grace.
-          if (interrupts == 0) ranks.signal_all(SIGINT);
-          kill_at = std::chrono::steady_clock::now() + launch.grace;
+          if (end.interrupts == 0) ranks.signal_all(SIGINT);
+          kill_at = std::chrono::steady_clock::now() + grace;
         }
       }
       continue;
@@ -237,20 +238,44 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     if (kill_at && std::chrono::steady_clock::now() >= *kill_at) ranks.signal_all(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (failures.empty() && preempted > 0) {
+  return end;
+}
+
+// The job's exit status, said once: success, preemption, or the culprit's failure.
+int job_status(const JobEnd& end, int world) {
+  if (end.failures.empty() && end.preempted > 0) {
     spdlog::warn(
         "ddp: preempted: every rank stopped after the same step, rank 0 with a checkpoint");
     return kPreemptedStatus;
   }
-  if (failures.empty()) return 0;
-  const Outcome& first = culprit(failures);
-  if (interrupts > 0) {
+  if (end.failures.empty()) return 0;
+  const Outcome& first = culprit(end.failures);
+  if (end.interrupts > 0) {
     spdlog::warn("ddp: stopped on Ctrl-C; rank {} {}", first.rank, first.what);
   } else {
     spdlog::error("ddp: rank {} of {} (pid {}) {}; the other ranks were stopped", first.rank, world,
                   first.pid, first.what);
   }
   return first.status;
+}
+
+}  // namespace
+
+int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch) {
+  const int world = launch.nnodes * launch.local_ranks;
+  const std::string addr = launch.master_addr.empty() ? "127.0.0.1" : launch.master_addr;
+  uint16_t port = launch.master_port;
+  c10::intrusive_ptr<c10d::TCPStore> store;  // held until every rank has ended
+  if (launch.node_rank == 0) {
+    store = serve_store(addr, port, launch.timeout);
+    port = store->getPort();
+  }
+  catch_signals();
+  const int first_rank = launch.node_rank * launch.local_ranks;
+  spdlog::info("ddp: starting ranks {} to {} of {} on this machine, rendezvous at {}:{}",
+               first_rank, first_rank + launch.local_ranks - 1, world, addr, port);
+  RankSet ranks = start_ranks(argv, launch, addr, port);
+  return job_status(supervise(ranks, launch.grace), world);
 }
 
 }  // namespace dptrain::dist

@@ -1,9 +1,6 @@
 #include "parallel/replica_threads.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
-
-#include "core/torch_compat.h"
 
 namespace dptrain::parallel {
 
@@ -26,8 +23,7 @@ void ReplicaThreads::run(size_t n, const std::function<void(size_t)>& job) {
     const std::lock_guard<std::mutex> lock(mutex_);
     job_ = &job;
     caller_state_.emplace();
-    caller_cpu_autocast_ = core::compat::autocast_dtype(c10::DeviceType::CPU);
-    caller_cuda_autocast_ = core::compat::autocast_dtype(c10::DeviceType::CUDA);
+    caller_autocast_ = core::AutocastDtypes::of_this_thread();
     std::fill(errors_.begin(), errors_.end(), nullptr);
     active_ = n;
     remaining_ = n > 0 ? n - 1 : 0;
@@ -64,14 +60,12 @@ void ReplicaThreads::serve(size_t index) {
     seen = round_;
     if (index >= active_) continue;  // this round needs fewer replicas (a small last batch)
     const at::ThreadLocalState state = *caller_state_;
-    core::compat::set_autocast_dtype(c10::DeviceType::CPU, caller_cpu_autocast_);
-    core::compat::set_autocast_dtype(c10::DeviceType::CUDA, caller_cuda_autocast_);
+    caller_autocast_.apply_to_this_thread();
     lock.unlock();
     {
       const at::ThreadLocalStateGuard as_the_caller(state);
-      at::autocast::increment_nesting();
+      const core::AutocastCacheScope cache;
       run_one(index);
-      if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     }
     lock.lock();
     if (--remaining_ == 0) finished_.notify_one();

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/autocast.h"
+
 namespace dptrain::parallel {
 
 class ReplicaThreads {
@@ -40,8 +42,7 @@ class ReplicaThreads {
   std::condition_variable finished_;
   const std::function<void(size_t)>* job_ = nullptr;
   std::optional<at::ThreadLocalState> caller_state_;
-  at::ScalarType caller_cpu_autocast_ = at::kBFloat16;  // thread-local in LibTorch
-  at::ScalarType caller_cuda_autocast_ = at::kHalf;
+  core::AutocastDtypes caller_autocast_;
   std::vector<std::exception_ptr> errors_;
   size_t active_ = 0;     // jobs in the current round
   size_t remaining_ = 0;  // worker jobs of the current round not yet finished

@@ -1,21 +1,19 @@
 #include "train/precision.h"
 
-#include <ATen/autocast_mode.h>
-
 #include "core/error.h"
 #include "core/torch_compat.h"
 
 namespace dptrain::train {
 
-std::optional<at::ScalarType> autocast_dtype(const std::string& precision) {
-  if (precision == "fp16") return at::kHalf;
-  if (precision == "bf16") return at::kBFloat16;
+std::optional<at::ScalarType> autocast_dtype(config::Precision precision) {
+  if (precision == config::Precision::kFp16) return at::kHalf;
+  if (precision == config::Precision::kBf16) return at::kBFloat16;
   return std::nullopt;
 }
 
-void check_precision_devices(const std::string& precision,
+void check_precision_devices(config::Precision precision,
                              const std::vector<torch::Device>& devices) {
-  if (precision != "fp16") return;
+  if (precision != config::Precision::kFp16) return;
   for (const auto& d : devices) {
     if (d.is_cpu()) {
       throw core::Error(core::ErrorCode::kConfig,
@@ -38,7 +36,7 @@ AutocastScope::AutocastScope(const std::vector<torch::Device>& devices,
     core::compat::set_autocast_enabled(type, true);
     core::compat::set_autocast_dtype(type, *dtype);
   }
-  at::autocast::increment_nesting();
+  cache_.emplace();
 }
 
 AutocastScope::~AutocastScope() {
@@ -47,7 +45,7 @@ AutocastScope::~AutocastScope() {
     core::compat::set_autocast_enabled(s.type, s.enabled);
     core::compat::set_autocast_dtype(s.type, s.dtype);
   }
-  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  cache_.reset();  // clears the cast cache when this was the outermost scope
 }
 
 }  // namespace dptrain::train
