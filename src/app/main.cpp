@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "config/load.h"
+#include "config/schema.h"
 #include "core/error.h"
 #include "core/heap.h"
 #include "core/interrupt.h"
@@ -107,7 +108,7 @@ int train_here(const cli::Command& command, const config::Config& config,
         "leave them out: " + launched->launcher + " decides the ranks");
   }
   const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
-  core::init_logging(config.log.level, rank.rank);
+  core::init_logging(config::name_of(config.log.level), rank.rank);
   core::install_interrupt_handler();
   core::install_preemption_handler();
   // A peer that dies mid-collective must surface as Gloo's error naming the collective, not as
@@ -131,19 +132,23 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
       std::cout << core::format_torch_info(core::torch_info()) << data_line("fashion-mnist");
       return 0;
     case cli::Action::kConfig:
-      std::cout << config::to_json(resolve(command)).dump(2) << std::endl;
+      if (command.list_keys) {
+        std::cout << config::key_table_markdown();
+      } else {
+        std::cout << config::to_json(resolve(command)).dump(2) << std::endl;
+      }
       return 0;
     case cli::Action::kTrain: {
       const config::Config config = resolve(command);
       const auto launched = dist::detect_launcher(dist::process_environment());
-      if (!launched && config.parallel.backend == "ddp") {
+      if (!launched && config.parallel.backend == config::Backend::kDdp) {
         const int local_ranks = parallel::local_rank_count(config.parallel.devices);
         if (local_ranks > 1 || command.nodes.nnodes > 1) {
-          core::init_logging(config.log.level);
+          core::init_logging(config::name_of(config.log.level));
           return launch_ranks(command, config, local_ranks, argv);
         }
       }
-      if (command.nodes.given && !launched && config.parallel.backend != "ddp") {
+      if (command.nodes.given && !launched && config.parallel.backend != config::Backend::kDdp) {
         usage_error("--nnodes, --node-rank, --master-addr and --master-port launch ddp ranks",
                     "set parallel.backend to \"ddp\"");
       }

@@ -58,6 +58,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   add_node_options(*train, command.nodes);
   CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
   add_experiment_options(*show, command);
+  show->add_flag("--keys", command.list_keys,
+                 "print every key with its type, default, values and meaning (the README's "
+                 "table, in Markdown) instead");
   app.add_subcommand("info", "print the LibTorch build, devices and threads");
 
   try {

@@ -28,6 +28,7 @@ struct Command {
   bool overwrite = false;
   std::optional<std::string> resume;  // a checkpoint's path, or "auto"
   MultiNode nodes;
+  bool list_keys = false;  // config --keys: the key table instead of the resolved experiment
 };
 
 struct ParseResult {

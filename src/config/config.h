@@ -1,5 +1,6 @@
-// The experiment: plain structs, every field with its default. Loading, merging and checking live
-// in load.h; nothing outside src/config/ sees JSON parsing of the experiment file.
+// The experiment: plain structs, every field with its default (schema.cpp declares each key's
+// name, range and doc). Loading, merging and checking live in load.h; nothing outside src/config/
+// sees JSON parsing of the experiment file.
 #pragma once
 
 #include <cstdint>
@@ -8,18 +9,20 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "config/choices.h"
+
 namespace dptrain::config {
 
 struct DataConfig {
-  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist
-  std::string dir;                        // empty: $DPTRAIN_DATA_DIR, ./data/<dataset>, system
-  int64_t batch_size = 256;               // global: summed over every device
+  Dataset dataset = Dataset::kFashionMnist;
+  std::string dir;           // empty: $DPTRAIN_DATA_DIR, ./data/<dataset>, system
+  int64_t batch_size = 256;  // global: summed over every device
   bool drop_last = false;
-  std::string placement = "auto";  // host | device | auto (device on GPUs, host on CPUs)
-  int64_t num_workers = 0;         // host placement: assembling threads; 0: the training thread
-  int64_t prefetch_batches = 0;    // host placement: batches ready ahead; 0: 2 per worker
-  bool pin_memory = false;         // host placement to a GPU: pinned buffers, async copies
-  double val_split = 0;            // training set share held out for validation, by the seed
+  DataPlacement placement = DataPlacement::kAuto;  // auto: device on GPUs, host on CPUs
+  int64_t num_workers = 0;       // host placement: assembling threads; 0: the training thread
+  int64_t prefetch_batches = 0;  // host placement: batches ready ahead; 0: 2 per worker
+  bool pin_memory = false;       // host placement to a GPU: pinned buffers, async copies
+  double val_split = 0;          // training set share held out for validation, by the seed
 };
 
 struct ModelConfig {
@@ -28,7 +31,7 @@ struct ModelConfig {
 };
 
 struct OptimizerConfig {
-  std::string name = "sgd";
+  OptimizerName name = OptimizerName::kSgd;
   double lr = 0.2;
   double momentum = 0.0;
   double weight_decay = 0.0;
@@ -42,25 +45,25 @@ struct TrainConfig {
 };
 
 struct ParallelConfig {
-  std::string backend = "single";  // single | dp | ddp
+  Backend backend = Backend::kSingle;
   // single: one device. dp: one replica per entry, repeats allowed ("auto" alone: every GPU, else
   // the CPU). ddp: one rank per entry (the same "auto"); under a launcher a rank takes the entry of
   // its local rank, or the only entry.
   std::vector<std::string> devices = {"auto"};
-  std::string output_device;          // dp: where outputs are gathered; empty: the first device
-  std::string dist_backend = "auto";  // ddp: auto (nccl on GPUs, gloo on CPUs) | nccl | gloo
-  double bucket_mb = 25;              // ddp: gradient bucket size, as DDP's bucket_cap_mb
-  double timeout_s = 600;             // ddp: how long a rank waits for the others
+  std::string output_device;  // dp: where outputs are gathered; empty: the first device
+  DistBackend dist_backend = DistBackend::kAuto;  // ddp: auto: nccl on GPUs, gloo on CPUs
+  double bucket_mb = 25;   // ddp: gradient bucket size, as DDP's bucket_cap_mb
+  double timeout_s = 600;  // ddp: how long a rank waits for the others
 };
 
 struct EarlyStoppingConfig {
   bool enabled = false;
-  std::string monitor = "val_loss";  // val_loss | val_acc | test_loss | test_acc | train_loss
-  std::string mode = "auto";         // min | max | auto (max for *_acc, min for *_loss)
-  int64_t patience = 3;              // evaluations without improvement before stopping
-  double min_delta = 0;              // an improvement must beat the best by more than this
-  bool restore_best = true;          // end with the best epoch's weights, and test those
-  bool stop_on_non_finite = true;    // stop at once when the monitored value is nan or inf
+  Monitor monitor = Monitor::kValLoss;
+  MonitorMode mode = MonitorMode::kAuto;  // auto: max for accuracies, min for losses
+  int64_t patience = 3;                   // evaluations without improvement before stopping
+  double min_delta = 0;                   // an improvement must beat the best by more than this
+  bool restore_best = true;               // end with the best epoch's weights, and test those
+  bool stop_on_non_finite = true;         // stop at once when the monitored value is nan or inf
 };
 
 struct CheckpointConfig {
@@ -77,7 +80,7 @@ struct RuntimeConfig {
 };
 
 struct LogConfig {
-  std::string level = "info";
+  LogLevel level = LogLevel::kInfo;
   int64_t every_steps = 0;  // a progress line every N training steps; 0: none
 };
 
@@ -91,11 +94,12 @@ struct Config {
   ParallelConfig parallel;
   EarlyStoppingConfig early_stopping;
   CheckpointConfig checkpoint;
-  std::string precision = "fp32";  // fp32 | fp16 (GPUs, with loss scaling) | bf16
+  Precision precision = Precision::kFp32;  // fp16: GPUs only, with loss scaling
   RuntimeConfig runtime;
   LogConfig log;
 };
 
+// Every key with its value, nested as the experiment file nests them.
 nlohmann::json to_json(const Config& config);
 
 }  // namespace dptrain::config

@@ -11,9 +11,9 @@
 namespace dptrain::parallel {
 namespace {
 
-dist::Transport pick_transport(const std::string& name, torch::Device device, int rank) {
-  if (name == "gloo") return dist::Transport::kGloo;
-  if (name == "nccl") {
+dist::Transport pick_transport(config::DistBackend choice, torch::Device device, int rank) {
+  if (choice == config::DistBackend::kGloo) return dist::Transport::kGloo;
+  if (choice == config::DistBackend::kNccl) {
     if (!device.is_cuda()) {
       throw core::Error(core::ErrorCode::kConfig,
                         "parallel.dist_backend: rank " + std::to_string(rank) + " trains on " +
@@ -47,14 +47,15 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
                                       torch::nn::AnyModule model, const dist::RankInfo& rank) {
-  if (config.backend == "ddp") return make_ddp(config, std::move(model), rank);
+  if (config.backend == config::Backend::kDdp) return make_ddp(config, std::move(model), rank);
   if (rank.world_size > 1) {
     throw core::Error(core::ErrorCode::kConfig,
-                      "parallel.backend: \"" + config.backend + "\" trains in one process, but " +
-                          rank.launcher + " started " + std::to_string(rank.world_size),
+                      "parallel.backend: \"" + config::name_of(config.backend) +
+                          "\" trains in one process, but " + rank.launcher + " started " +
+                          std::to_string(rank.world_size),
                       "use parallel.backend \"ddp\" under a launcher, or start one process");
   }
-  if (config.backend == "dp") {
+  if (config.backend == config::Backend::kDp) {
     std::vector<torch::Device> devices = resolve_device_list(config.devices);
     const torch::Device output =
         config.output_device.empty()
@@ -62,13 +63,8 @@ std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
             : resolve_device(config.output_device, "parallel.output_device");
     return std::make_unique<DataParallel>(std::move(model), std::move(devices), output);
   }
-  if (config.backend == "single") {
-    const torch::Device device = resolve_device(config.devices.at(0), "parallel.devices[0]");
-    return std::make_unique<SingleDevice>(std::move(model), device);
-  }
-  throw core::Error(core::ErrorCode::kConfig,
-                    "parallel.backend: unknown backend \"" + config.backend + "\"",
-                    "use \"single\", \"dp\" or \"ddp\"");
+  const torch::Device device = resolve_device(config.devices.at(0), "parallel.devices[0]");
+  return std::make_unique<SingleDevice>(std::move(model), device);
 }
 
 }  // namespace dptrain::parallel

@@ -18,27 +18,35 @@ std::string figure(double value) {
 
 EarlyStopping::EarlyStopping(const config::EarlyStoppingConfig& config)
     : config_(config),
-      maximize_(config.mode == "max" ||
-                (config.mode == "auto" && config.monitor.size() > 4 &&
-                 config.monitor.compare(config.monitor.size() - 4, 4, "_acc") == 0)) {}
+      maximize_(
+          config.mode == config::MonitorMode::kMax ||
+          (config.mode == config::MonitorMode::kAuto && config::is_accuracy(config.monitor))) {}
+
+std::string EarlyStopping::monitor() const {
+  return config::name_of(config_.monitor);
+}
 
 double EarlyStopping::watched(const EpochMetrics& m) const {
-  const std::string& name = config_.monitor;
-  if (name == "train_loss") return m.train_loss;
-  if (name == "test_loss") return m.test_loss;
-  if (name == "test_acc") return m.test_acc;
-  if (name == "val_loss" || name == "val_acc") {
-    if (!m.has_val) {
-      throw core::Error(
-          core::ErrorCode::kConfig,
-          "early_stopping.monitor: \"" + name + "\" but this run has no validation set",
-          "set data.val_split, such as 0.1");
-    }
-    return name == "val_loss" ? m.val_loss : m.val_acc;
+  using config::Monitor;
+  if (config::needs_validation_set(config_.monitor) && !m.has_val) {
+    throw core::Error(
+        core::ErrorCode::kConfig,
+        "early_stopping.monitor: \"" + monitor() + "\" but this run has no validation set",
+        "set data.val_split, such as 0.1");
   }
-  throw core::Error(core::ErrorCode::kConfig,
-                    "early_stopping.monitor: unknown figure \"" + name + "\"",
-                    "use val_loss, val_acc, test_loss, test_acc or train_loss");
+  switch (config_.monitor) {
+    case Monitor::kTrainLoss:
+      return m.train_loss;
+    case Monitor::kTestLoss:
+      return m.test_loss;
+    case Monitor::kTestAcc:
+      return m.test_acc;
+    case Monitor::kValLoss:
+      return m.val_loss;
+    case Monitor::kValAcc:
+      return m.val_acc;
+  }
+  return m.test_loss;  // unreachable: every monitor is handled above
 }
 
 bool EarlyStopping::better(double value) const {
@@ -51,7 +59,7 @@ StopVerdict EarlyStopping::update(int64_t epoch, double value) {
   if (!std::isfinite(value)) {
     if (config_.stop_on_non_finite) {
       v.stop = true;
-      v.reason = config_.monitor + " is " + (std::isnan(value) ? "nan" : "inf") + " at epoch " +
+      v.reason = monitor() + " is " + (std::isnan(value) ? "nan" : "inf") + " at epoch " +
                  std::to_string(epoch);
       return v;
     }
@@ -65,7 +73,7 @@ StopVerdict EarlyStopping::update(int64_t epoch, double value) {
   ++without_improvement_;
   if (without_improvement_ >= config_.patience) {
     v.stop = true;
-    v.reason = config_.monitor + " did not improve on " +
+    v.reason = monitor() + " did not improve on " +
                (best_epoch_ > 0 ? figure(best_) + " (epoch " + std::to_string(best_epoch_) + ")"
                                 : std::string("a finite value")) +
                " for " + std::to_string(without_improvement_) + " evaluation" +

@@ -25,7 +25,7 @@ class EarlyStopping {
  public:
   explicit EarlyStopping(const config::EarlyStoppingConfig& config);
 
-  const std::string& monitor() const { return config_.monitor; }
+  std::string monitor() const;  // its name, as the config spells it
   bool maximize() const { return maximize_; }
   // The watched figure of an epoch.
   double watched(const EpochMetrics& m) const;

@@ -10,13 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
+#include "core/autocast.h"
+
 namespace dptrain::train {
 
 // The dtype autocast computes in: none for fp32.
-std::optional<at::ScalarType> autocast_dtype(const std::string& precision);
+std::optional<at::ScalarType> autocast_dtype(config::Precision precision);
 
 // fp16 autocast exists on GPUs only: a config error naming the CPU device otherwise.
-void check_precision_devices(const std::string& precision,
+void check_precision_devices(config::Precision precision,
                              const std::vector<torch::Device>& devices);
 
 // Autocast on for these devices' types in `dtype`, restored at the end of the scope; a no-op for
@@ -35,6 +38,7 @@ class AutocastScope {
     at::ScalarType dtype;
   };
   std::vector<Saved> saved_;
+  std::optional<core::AutocastCacheScope> cache_;  // none when autocast is off
 };
 
 }  // namespace dptrain::train

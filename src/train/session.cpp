@@ -34,7 +34,7 @@ namespace {
 // a process a thread per dp replica on the CPU.
 int cpu_compute_threads(const config::ParallelConfig& parallel, const dist::RankInfo& rank) {
   int per_process = 1;
-  if (parallel.backend == "dp") {
+  if (parallel.backend == config::Backend::kDp) {
     per_process = static_cast<int>(
         std::count(parallel.devices.begin(), parallel.devices.end(), std::string("cpu")));
   }
@@ -100,12 +100,13 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
   check_precision_devices(config.precision, s.backend->devices());
   s.autocast = autocast_dtype(config.precision);
-  s.scaler = GradScaler(GradScalerOptions{/*enabled=*/config.precision == "fp16"});
+  s.scaler =
+      GradScaler(GradScalerOptions{/*enabled=*/config.precision == config::Precision::kFp16});
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
   const torch::Device device = s.backend->input_device();
 
   const std::filesystem::path data_dir =
-      data::locate_data_dir(config.data.dir, config.data.dataset);
+      data::locate_data_dir(config.data.dir, config::name_of(config.data.dataset));
   data::Splits splits = data::load_splits(data_dir);
   std::shared_ptr<const data::ImageDataset> val;
   if (config.data.val_split > 0) {
@@ -115,9 +116,10 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
     spdlog::info("data: {} training samples, {} held out for validation", splits.train->size(),
                  val->size());
   }
-  const data::Placement placement = data::resolve_placement(config.data.placement, device);
-  spdlog::info("data: {} from {}, placed on the {}{}", config.data.dataset, data_dir.string(),
-               data::placement_name(placement),
+  const data::Placement placement =
+      data::resolve_placement(config::name_of(config.data.placement), device);
+  spdlog::info("data: {} from {}, placed on the {}{}", config::name_of(config.data.dataset),
+               data_dir.string(), data::placement_name(placement),
                placement == data::Placement::kHost
                    ? fmt::format(" ({} workers)", config.data.num_workers)
                    : std::string());

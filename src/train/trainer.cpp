@@ -277,7 +277,7 @@ class RunLoop {
     summary.backend = s_.backend->name();
     for (const auto& d : s_.backend->devices()) summary.devices.push_back(d.str());
     summary.world_size = s_.backend->world_size();
-    summary.precision = config_.precision;
+    summary.precision = config::name_of(config_.precision);
     summary.libtorch_version = core::compat::libtorch_version();
     if (!writer_) return;
     save_parameters(*s_.backend, output_dir_ / "model.pt");

@@ -13,7 +13,7 @@ namespace {
 EarlyStoppingConfig watching(const std::string& monitor, int64_t patience, double min_delta) {
   EarlyStoppingConfig c;
   c.enabled = true;
-  c.monitor = monitor;
+  c.monitor = *dptrain::config::choice_named<dptrain::config::Monitor>(monitor);
   c.patience = patience;
   c.min_delta = min_delta;
   return c;
@@ -56,7 +56,7 @@ TEST_CASE("accuracies improve upwards, and mode overrides the guess", "[train]")
   CHECK(acc.best_value() == 0.6);
 
   EarlyStoppingConfig loss_up = watching("val_loss", 1, 0);
-  loss_up.mode = "max";
+  loss_up.mode = dptrain::config::MonitorMode::kMax;
   EarlyStopping odd(loss_up);
   CHECK(odd.maximize());
   CHECK(first_stop(odd, {0.5, 0.6, 0.55}).first == 3);

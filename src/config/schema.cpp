@@ -1,0 +1,283 @@
+#include "config/schema.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+namespace dptrain::config {
+namespace {
+
+using nlohmann::json;
+
+// The path of a Config member and a getter usable on a Config and a const Config alike.
+#define KEY(member)               \
+#member, [](auto& c) -> auto& { \
+    return c.member;              \
+  }
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// Integers in [min, max].
+template <typename Field>
+KeySpec integer(const char* path, Field field, int64_t min, std::string doc,
+                int64_t max = std::numeric_limits<int64_t>::max()) {
+  std::string allowed = std::to_string(min) + " or more";
+  if (max != std::numeric_limits<int64_t>::max()) {
+    allowed = std::to_string(min) + " to " + std::to_string(max);
+  } else if (min == std::numeric_limits<int64_t>::min()) {
+    allowed = "any integer";
+  }
+  return {
+      path,
+      "integer",
+      allowed,
+      std::move(doc),
+      [field](const Config& c) { return json(field(c)); },
+      [field, path = std::string(path), min, max](const json& v, Config& c, const Checker& check) {
+        const auto value = v.get<int64_t>();
+        check.at_least(path, value, min);
+        check.at_most(path, value, max);
+        field(c) = value;
+      }};
+}
+
+// Numbers above `min` (or from it, with `from`), and below `below` when given.
+struct NumberRange {
+  double min = 0;
+  bool from = true;  // min itself is allowed
+  std::optional<double> below;
+  std::string hint;
+};
+
+std::string range_text(const NumberRange& r) {
+  if (r.below) return "in [" + number_text(r.min) + ", " + number_text(*r.below) + ")";
+  return (r.from ? ">= " : "> ") + number_text(r.min);
+}
+
+template <typename Field>
+KeySpec number(const char* path, Field field, NumberRange range, std::string doc) {
+  return {path,
+          "number",
+          range_text(range),
+          std::move(doc),
+          [field](const Config& c) { return json(field(c)); },
+          [field, path = std::string(path), range](const json& v, Config& c, const Checker& check) {
+            const auto value = v.get<double>();
+            const bool above = range.from ? value >= range.min : value > range.min;
+            if (!(above && (!range.below || value < *range.below))) {  // nan fails too
+              check.fail(path, "must be " + range_text(range), range.hint);
+            }
+            field(c) = value;
+          }};
+}
+
+template <typename Field>
+KeySpec boolean(const char* path, Field field, std::string doc) {
+  return {path,
+          "boolean",
+          "`true`, `false`",
+          std::move(doc),
+          [field](const Config& c) { return json(field(c)); },
+          [field](const json& v, Config& c, const Checker&) { field(c) = v.get<bool>(); }};
+}
+
+template <typename Field>
+KeySpec choice(const char* path, Field field, std::string doc) {
+  using E = std::decay_t<decltype(field(std::declval<Config&>()))>;
+  std::string allowed;
+  for (const auto& name : choice_names<E>())
+    allowed += (allowed.empty() ? "`" : ", `") + name + "`";
+  return {path,
+          "choice",
+          allowed,
+          std::move(doc),
+          [field](const Config& c) { return json(name_of(field(c))); },
+          [field, path = std::string(path)](const json& v, Config& c, const Checker& check) {
+            const auto name = v.get<std::string>();
+            const std::optional<E> value = choice_named<E>(name);
+            if (!value) check.one_of(path, name, choice_names<E>());
+            field(c) = *value;
+          }};
+}
+
+// Free text, with `valid` (may be empty) checking it.
+template <typename Field>
+KeySpec text(const char* path, Field field, std::string allowed, std::string doc,
+             std::function<void(const std::string&, const Checker&)> valid = {}) {
+  return {path,
+          "string",
+          std::move(allowed),
+          std::move(doc),
+          [field](const Config& c) { return json(field(c)); },
+          [field, valid](const json& v, Config& c, const Checker& check) {
+            auto value = v.get<std::string>();
+            if (valid) valid(value, check);
+            field(c) = std::move(value);
+          }};
+}
+
+template <typename Field>
+KeySpec strings(const char* path, Field field, std::string allowed, std::string doc) {
+  return {path,
+          "list of strings",
+          std::move(allowed),
+          std::move(doc),
+          [field](const Config& c) { return json(field(c)); },
+          [field](const json& v, Config& c, const Checker&) {
+            field(c) = v.get<std::vector<std::string>>();
+          }};
+}
+
+// Beyond these a typo is likelier than a need: each worker is a thread, each prefetched batch a
+// buffer (pinned memory, with pin_memory).
+constexpr int64_t kMaxWorkers = 64;
+constexpr int64_t kMaxPrefetch = 1024;
+
+std::vector<KeySpec> data_keys() {
+  return {
+      choice(KEY(data.dataset), "the data set (the same IDX layout for both)"),
+      text(KEY(data.dir), "a folder",
+           "folder of the IDX files; empty: see [data/README.md](data/README.md)"),
+      integer(KEY(data.batch_size), 1, "global batch size, summed over every device"),
+      boolean(KEY(data.drop_last), "drop a short last training batch"),
+      choice(KEY(data.placement),
+             "`device` keeps the data on the training device, `host` assembles batches on the "
+             "CPU; `auto`: device on a GPU, host on a CPU (see [Data loading](#data-loading))"),
+      integer(KEY(data.num_workers), 0,
+              "host placement: threads assembling batches; 0: the training thread", kMaxWorkers),
+      integer(KEY(data.prefetch_batches), 0,
+              "host placement: batches assembled ahead of training, at most; 0: 2 per worker "
+              "(at least 2)",
+              kMaxPrefetch),
+      boolean(KEY(data.pin_memory),
+              "host placement to a GPU: pinned staging buffers and copies on a side stream; no "
+              "effect on a CPU"),
+      number(KEY(data.val_split),
+             {0, true, 1.0, "0 holds nothing out; 0.1 holds out a tenth of the training set"},
+             "share of the training set held out for validation, picked by `seed` (0.1: 6,000 "
+             "of 60,000); 0: none"),
+  };
+}
+
+std::vector<KeySpec> model_and_optimizer_keys() {
+  return {
+      text(KEY(model.name), "a registered model", "the model, from the model registry",
+           [](const std::string& name, const Checker& check) {
+             check.one_of("model.name", name, check.model_names());
+           }),
+      number(KEY(model.init_std), {0, false, std::nullopt, "d2l uses 0.01"},
+             "weights ~ N(0, std²), biases zero (d2l)"),
+      choice(KEY(optimizer.name), "the optimizer"),
+      number(KEY(optimizer.lr), {0, false, std::nullopt, "d2l uses 0.2"}, "learning rate"),
+      number(KEY(optimizer.momentum), {0, true, 1.0, "0 is plain SGD, 0.9 is usual"},
+             "SGD momentum"),
+      number(KEY(optimizer.weight_decay), {0, true, std::nullopt, "0 disables weight decay"},
+             "L2 penalty added to the gradients"),
+      number(KEY(optimizer.grad_clip_norm),
+             {0, true, std::nullopt, "0 turns clipping off; 1.0 is usual"},
+             "clip the gradients' global L2 norm to this (after unscaling under fp16); 0: no "
+             "clipping"),
+  };
+}
+
+std::vector<KeySpec> train_and_parallel_keys() {
+  return {
+      integer(KEY(train.epochs), 1, "passes over the training set"),
+      integer(KEY(train.limit_train_batches), 0, "stop each epoch after this many batches; 0: all"),
+      integer(KEY(train.limit_eval_batches), 0, "evaluate on this many test batches; 0: all"),
+      choice(KEY(parallel.backend),
+             "one device, or [dp](#dp-one-process-several-devices) (one process, several "
+             "devices), or [ddp](#ddp-one-process-per-device) (one process per device)"),
+      strings(KEY(parallel.devices), "`auto`, `cpu`, `cuda`, `cuda:N`",
+              "single: one device (`auto`: cuda:0 if present, else cpu). dp: one entry per "
+              "replica, repeats allowed (`[\"cpu\",\"cpu\"]`). ddp: one entry per rank. "
+              "`[\"auto\"]` for dp and ddp: every GPU, else the CPU"),
+      text(KEY(parallel.output_device), "`cpu`, `cuda`, `cuda:N`",
+           "dp: where outputs are gathered and the loss is taken (and where the loader puts "
+           "batches); empty: the first device"),
+      choice(KEY(parallel.dist_backend),
+             "ddp: `auto` is `nccl` for GPU ranks and `gloo` for CPU ranks (and for GPUs where "
+             "LibTorch has no NCCL)"),
+      number(KEY(parallel.bucket_mb), {0, false, std::nullopt, "DDP's default is 25 (MB)"},
+             "ddp: gradient bucket size in MiB, as DDP's `bucket_cap_mb`"),
+      number(KEY(parallel.timeout_s), {0, false, std::nullopt, "the default is 600 (seconds)"},
+             "ddp: how long a rank waits for the others (rendezvous, each collective)"),
+  };
+}
+
+std::vector<KeySpec> early_stopping_and_checkpoint_keys() {
+  return {
+      boolean(KEY(early_stopping.enabled), "see [Early stopping](#early-stopping)"),
+      choice(KEY(early_stopping.monitor), "the figure watched; `val_*` need `data.val_split`"),
+      choice(KEY(early_stopping.mode), "`auto`: `max` for accuracies, `min` for losses"),
+      integer(KEY(early_stopping.patience), 1,
+              "evaluations (epochs) in a row without improvement before stopping"),
+      number(KEY(early_stopping.min_delta), {0, true, std::nullopt, "0 counts any improvement"},
+             "an improvement must beat the best by more than this"),
+      boolean(KEY(early_stopping.restore_best),
+              "end with the best epoch's weights (`model.pt`) and report that epoch's figures"),
+      boolean(KEY(early_stopping.stop_on_non_finite),
+              "stop at once when the watched figure is nan or inf"),
+      text(KEY(checkpoint.dir), "a folder", "where checkpoints go; empty: `<output>/checkpoints`"),
+      integer(KEY(checkpoint.every_epochs), 0,
+              "a checkpoint after every N epochs (and after the last); 0: none"),
+      integer(KEY(checkpoint.keep_last), 0, "epoch checkpoints kept, newest first; 0: all"),
+      boolean(KEY(checkpoint.save_best),
+              "also `best.pt`, the epoch with the best `early_stopping.monitor`"),
+  };
+}
+
+std::vector<KeySpec> all_keys() {
+  std::vector<KeySpec> keys = {
+      text(KEY(name), "a name without `/`", "names the run folder `runs/<name>/`",
+           [](const std::string& name, const Checker& check) {
+             if (name.empty() || name.find('/') != std::string::npos) {
+               check.fail("name", "must be a non-empty name without '/'",
+                          "it names the folder runs/<name>/");
+             }
+           }),
+      integer(KEY(seed), std::numeric_limits<int64_t>::min(),
+              "initial weights and the per-epoch shuffle (`randperm` seeded with seed + epoch)"),
+  };
+  for (auto part : {data_keys(), model_and_optimizer_keys(), train_and_parallel_keys(),
+                    early_stopping_and_checkpoint_keys()}) {
+    for (auto& k : part) keys.push_back(std::move(k));
+  }
+  keys.push_back(choice(KEY(precision),
+                        "`bf16`: autocast on CPUs and GPUs; `fp16`: GPUs only, with dynamic loss "
+                        "scaling; see [Mixed precision](#mixed-precision)"));
+  keys.push_back(integer(KEY(runtime.threads), 0,
+                         "intra-op threads of each process, ddp rank and CPU dp replica; 0: "
+                         "every core, shared out between the ranks on a machine and the CPU "
+                         "replicas in a process"));
+  keys.push_back(choice(KEY(log.level), "the least severe log messages shown"));
+  keys.push_back(integer(KEY(log.every_steps), 0, "a progress line every N steps; 0: none"));
+  return keys;
+}
+
+#undef KEY
+
+}  // namespace
+
+const std::vector<KeySpec>& schema() {
+  static const std::vector<KeySpec> keys = all_keys();
+  return keys;
+}
+
+std::string key_table_markdown() {
+  const Config defaults;
+  std::string table =
+      "| key | type | default | values | meaning |\n| --- | --- | --- | --- | --- |\n";
+  for (const auto& k : schema()) {
+    table += "| `" + k.path + "` | " + k.type + " | `" + k.get(defaults).dump() + "` | " +
+             k.allowed + " | " + k.doc + " |\n";
+  }
+  return table;
+}
+
+}  // namespace dptrain::config
