@@ -22,6 +22,21 @@ bool all_digits(const std::string& s) {
   return true;
 }
 
+// Far more hosts, or tasks on one, than any cluster has: a number beyond it is a broken list, not
+// a reason to allocate gigabytes.
+constexpr long kMaxCount = 100000;
+
+// A decimal count of at most kMaxCount (checked before converting, so no overflow).
+long count_of(const std::string& digits, const std::string& variable, const std::string& list) {
+  const size_t first = digits.find_first_not_of('0');
+  const size_t significant = first == std::string::npos ? 0 : digits.size() - first;
+  const long value = significant > 6 ? kMaxCount + 1 : std::stol(digits);
+  if (value > kMaxCount) {
+    malformed(variable, list, "\"" + digits + "\" is more than " + std::to_string(kMaxCount));
+  }
+  return value;
+}
+
 // Splits at commas that are not inside brackets.
 std::vector<std::string> split_top_level(const std::string& list) {
   std::vector<std::string> parts;
@@ -50,11 +65,9 @@ void expand_range(const std::string& prefix, const std::string& range, const std
   if (!all_digits(first) || !all_digits(last)) {
     malformed("SLURM_JOB_NODELIST", list, "\"" + range + "\" is not a number or a range");
   }
-  const long lo = std::stol(first);
-  const long hi = std::stol(last);
-  if (hi < lo || hi - lo > 100000) {
-    malformed("SLURM_JOB_NODELIST", list, "the range \"" + range + "\" runs backwards");
-  }
+  const long lo = count_of(first, "SLURM_JOB_NODELIST", list);
+  const long hi = count_of(last, "SLURM_JOB_NODELIST", list);
+  if (hi < lo) malformed("SLURM_JOB_NODELIST", list, "the range \"" + range + "\" runs backwards");
   for (long n = lo; n <= hi; ++n) {
     std::string digits = std::to_string(n);
     if (digits.size() < first.size()) digits.insert(0, first.size() - digits.size(), '0');
@@ -100,7 +113,9 @@ std::vector<int> expand_tasks_per_node(const std::string& list) {
     if (!all_digits(count) || !all_digits(repeat)) {
       malformed("SLURM_TASKS_PER_NODE", list, "\"" + part + "\" is not N or N(xM)");
     }
-    counts.insert(counts.end(), static_cast<size_t>(std::stoi(repeat)), std::stoi(count));
+    const long times = count_of(repeat, "SLURM_TASKS_PER_NODE", list);
+    const long tasks = count_of(count, "SLURM_TASKS_PER_NODE", list);
+    counts.insert(counts.end(), static_cast<size_t>(times), static_cast<int>(tasks));
   }
   return counts;
 }

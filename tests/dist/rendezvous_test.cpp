@@ -172,6 +172,14 @@ TEST_CASE("SLURM node lists expand, brackets, ranges and padding included", "[di
   CHECK_THROWS_WITH(expand_nodelist("gpu[5-3]"),
                     "SLURM_JOB_NODELIST=\"gpu[5-3]\" is not a list SLURM writes: the range "
                     "\"5-3\" runs backwards");
+  // Numbers too large to be hosts are an error of their own, not an overflow or a huge list.
+  CHECK_THROWS_WITH(expand_nodelist("n[99999999999999999999]"),
+                    "SLURM_JOB_NODELIST=\"n[99999999999999999999]\" is not a list SLURM writes: "
+                    "\"99999999999999999999\" is more than 100000");
+  CHECK_THROWS_WITH(expand_nodelist("n[0-100001]"),
+                    "SLURM_JOB_NODELIST=\"n[0-100001]\" is not a list SLURM writes: \"100001\" is "
+                    "more than 100000");
+  CHECK(expand_nodelist("n[0000007]") == V{"n0000007"});
   CHECK_THROWS_WITH(expand_nodelist("gpu[a-b]"),
                     "SLURM_JOB_NODELIST=\"gpu[a-b]\" is not a list SLURM writes: \"a-b\" is not "
                     "a number or a range");
@@ -182,4 +190,8 @@ TEST_CASE("SLURM task counts per node expand", "[dist]") {
   CHECK(expand_tasks_per_node("2(x3),1") == std::vector<int>{2, 2, 2, 1});
   CHECK(expand_tasks_per_node("4") == std::vector<int>{4});
   CHECK_THROWS_AS(expand_tasks_per_node("2(x"), Error);
+  CHECK_THROWS_WITH(expand_tasks_per_node("1(x2000000000)"),
+                    "SLURM_TASKS_PER_NODE=\"1(x2000000000)\" is not a list SLURM writes: "
+                    "\"2000000000\" is more than 100000");
+  CHECK_THROWS_AS(expand_tasks_per_node("99999999999999999999"), Error);
 }

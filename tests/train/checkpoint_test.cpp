@@ -75,7 +75,7 @@ void touch(const std::filesystem::path& path) {
 
 }  // namespace
 
-TEST_CASE("checkpoint names sort as training goes; the newest is resumed, old ones pruned",
+TEST_CASE("checkpoint names sort as training goes, the newest is resumed and old ones pruned",
           "[train][checkpoint]") {
   CHECK(train::checkpoint_name(3, 0) == "epoch-0003.pt");
   CHECK(train::checkpoint_name(3, 17) == "epoch-0003-step-000017.pt");

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite under a sanitizer, in a build folder of its own.
+#
+#   scripts/check.sh asan|tsan [-- CTEST_ARGS...]
+#
+#   asan  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/): out-of-bounds accesses,
+#         use after free, undefined behaviour; any report fails the test that made it.
+#   tsan  ThreadSanitizer (build-tsan/): data races between dptrain's threads (loader workers,
+#         dp replicas, the ddp reducer's hooks).
+#
+# What is suppressed, and why, is in scripts/sanitizers/ (README.md there). Set-up as
+# scripts/test.sh does it; the build is incremental.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+mode=${1:-}
+case "$mode" in
+  asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
+  tsan) flags="-fsanitize=thread" ;;
+  *) echo "usage: $0 asan|tsan [-- CTEST_ARGS...]" >&2; exit 2 ;;
+esac
+shift
+[[ ${1:-} == -- ]] && shift
+
+supp=$root/scripts/sanitizers
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
+
+"$root/scripts/setup.sh"
+export BUILD_DIR=$root/build-$mode
+# Flags are set when the folder is first configured: delete it to change them.
+"$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags"
+cd "$BUILD_DIR"
+exec ctest --output-on-failure -j "${TEST_JOBS:-2}" "$@"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing (libFuzzer, with AddressSanitizer and UndefinedBehaviorSanitizer) of the
+# readers that take outside input: IDX files (raw and gzip), experiment files with --set
+# overrides, checkpoints, and SLURM's node lists.
+#
+#   scripts/fuzz.sh [--seconds S] [TARGET...]    targets: idx config nodelist checkpoint (all)
+#
+# Each target runs S seconds (default 30) from its committed seeds (fuzz/corpus/TARGET) plus what
+# earlier runs here found (build-fuzz/corpus/TARGET). A crash, a sanitizer report or an exception
+# other than dptrain's own error stops it: the input is saved under build-fuzz/findings/ and the
+# script exits non-zero. Make each finding a regression test.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=30
+targets=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    idx|config|nodelist|checkpoint) targets+=("$1"); shift ;;
+    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint ...]" >&2; exit 2 ;;
+  esac
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint)
+
+"$root/scripts/setup.sh" clang libclang-rt-14-dev
+build=$root/build-fuzz
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+BUILD_DIR=$build "$root/scripts/build.sh" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_FUZZ=ON -DDPTRAIN_BUILD_TESTS=OFF \
+  "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags"
+
+# A real checkpoint to start the checkpoint target from, made once by a short run on tiny data.
+checkpoint_seed() {
+  local dir=$build/checkpoint-seed
+  [[ -f $dir/seed.pt ]] && return
+  rm -rf "$dir" && mkdir -p "$dir"
+  "$build/dptrain" train --set data.dir="$root/fuzz/corpus/tiny-data" --set data.batch_size=10 \
+    --set train.epochs=1 --set runtime.threads=1 --output "$dir/run" >/dev/null 2>&1
+  cp "$dir/run/checkpoints/epoch-0001.pt" "$dir/seed.pt"
+}
+
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+mkdir -p "$build/findings"
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t
+  mkdir -p "$corpus"
+  seeds=("$root/fuzz/corpus/$t")
+  if [[ $t == checkpoint ]]; then
+    checkpoint_seed
+    seeds+=("$build/checkpoint-seed")
+  fi
+  echo "fuzz: $t for $seconds s" >&2
+  log=$build/findings/$t.log
+  if ! "$build/fuzz/${t}_fuzz" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 \
+    -rss_limit_mb=4096 -artifact_prefix="$build/findings/$t-" "$corpus" "${seeds[@]}" \
+    >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "fuzz: $t found a failing input, saved in $build/findings/ (log: $log)" >&2
+    exit 1
+  fi
+  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)" "$log" |
+    sed "s/^/fuzz: $t /"
+done
