@@ -40,7 +40,7 @@ bool all_want_to_preempt(parallel::Backend& backend) {
 }
 
 struct EpochOutcome {
-  EpochMetrics m;          // finished: the epoch's figures; preempted: m.epoch and m.steps only
+  EpochMetrics m;          // finished: the epoch's figures; preempted: the counts so far, no means
   TrainingSums sums;       // over every rank: what a preemption's checkpoint keeps
   bool preempted = false;  // stopped after m.steps steps for a preemption
 };
