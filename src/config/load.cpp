@@ -20,7 +20,7 @@ using nlohmann::json;
 json parse_json_text(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw Error(ErrorCode::kConfig, source + ": not valid JSON: " + e.what(),
                 "check commas, quotes and brackets near the position given");
   }
@@ -29,8 +29,8 @@ json parse_json_text(const std::string& text, const std::string& source) {
 json parse_override_value(const std::string& text) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error&) {
-    return text;  // a plain word such as cpu or fashion-mnist
+  } catch (const json::exception&) {
+    return text;  // a plain word such as cpu or fashion-mnist (or a number JSON cannot hold)
   }
 }
 

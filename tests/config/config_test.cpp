@@ -245,6 +245,15 @@ TEST_CASE("a malformed file or override is an error naming it", "[config]") {
         "--set train.epoch=1: train.epoch: unknown key");
 }
 
+TEST_CASE("a number too large for JSON is a config error, not a crash (found by fuzzing)",
+          "[config]") {
+  CHECK_THAT(error_of([] { resolve(R"({"seed": 1e999})"); }, ErrorCode::kConfig),
+             Catch::Matchers::StartsWith("exp.json: not valid JSON: "));
+  // As an override it is text, which the integer key refuses by its type.
+  CHECK_THAT(error_of([] { resolve("{}", {"train.epochs=1e999"}); }, ErrorCode::kConfig),
+             Catch::Matchers::StartsWith("--set train.epochs=1e999: train.epochs: "));
+}
+
 TEST_CASE("a missing experiment file is a config error naming it", "[config]") {
   CHECK(error_of([] { dptrain::config::load_config("/nonexistent/exp.json", {}, kModels); },
                  ErrorCode::kConfig) == "/nonexistent/exp.json: no such experiment file");
