@@ -160,6 +160,27 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
   core::write_file_atomic(path, bytes.str());
 }
 
+namespace {
+
+// The record's progress fields (the best weights are tensors, read apart); json errors when a
+// field is missing or of another type.
+Progress progress_of(const json& meta) {
+  Progress p;
+  p.epoch = meta.at("epoch").get<int64_t>();
+  p.steps_done = meta.at("steps_done").get<int64_t>();
+  p.partial = training_sums_from_json(meta.at("partial"));
+  for (const auto& m : meta.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
+  const json& es = meta.at("early_stopping");
+  p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
+                      es.at("without_improvement").get<int64_t>()};
+  meta.at("best_weights").get<size_t>();  // checked here, used when the tensors are read
+  p.scaler = {meta.at("scaler").at("scale").get<double>(),
+              meta.at("scaler").at("clean_steps").get<int64_t>()};
+  return p;
+}
+
+}  // namespace
+
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
                          parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
   torch::serialize::InputArchive archive;
@@ -181,8 +202,15 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
                 "resume it with the dptrain version that wrote it");
   }
   const std::vector<torch::Tensor> params = backend.parameters();
-  check_model(path, meta, config, params);
-  warn_about_changes(path, meta.at("config"), config);
+  Progress p;
+  try {  // the whole record is read before anything is loaded, so a damaged one changes nothing
+    check_model(path, meta, config, params);
+    warn_about_changes(path, meta.at("config"), config);
+    p = progress_of(meta);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+                "give another checkpoint from the run's checkpoints folder");
+  }
 
   copy_into_parameters(backend, read_tensors(archive, "param_", params.size()));
   torch::serialize::InputArchive optimizer_state;
@@ -196,17 +224,7 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
     generator.set_state(rng);
   }
 
-  Progress p;
-  p.epoch = meta.at("epoch").get<int64_t>();
-  p.steps_done = meta.at("steps_done").get<int64_t>();
-  p.partial = training_sums_from_json(meta.at("partial"));
-  for (const auto& m : meta.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
-  const json& es = meta.at("early_stopping");
-  p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
-                      es.at("without_improvement").get<int64_t>()};
   p.best_weights = read_tensors(archive, "best_", meta.at("best_weights").get<size_t>());
-  p.scaler = {meta.at("scaler").at("scale").get<double>(),
-              meta.at("scaler").at("clean_steps").get<int64_t>()};
   return p;
 }
 

@@ -160,6 +160,38 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
       }));
 }
 
+TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing (found by fuzzing)",
+          "[train][checkpoint]") {
+  TempDir dir;
+  Trainee lenet(1);
+  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
+                          lenet.sgd);
+  // The same archive with "partial" gone from its record, as the fuzzer made it.
+  torch::serialize::InputArchive whole;
+  whole.load_from((dir / "whole.pt").string());
+  c10::IValue text;
+  whole.read("meta", text);
+  nlohmann::json meta = nlohmann::json::parse(text.toStringRef());
+  meta.erase("partial");
+  torch::serialize::OutputArchive damaged;
+  damaged.write("meta", c10::IValue(meta.dump()));
+  damaged.save_to((dir / "damaged.pt").string());
+
+  Trainee other(2);
+  const std::vector<torch::Tensor> before = other.backend.parameters();
+  std::vector<torch::Tensor> copies;
+  for (const auto& t : before) copies.push_back(t.detach().clone());
+  try {
+    train::read_checkpoint(dir / "damaged.pt", lenet_config(), other.backend, other.sgd);
+    FAIL("a damaged checkpoint was accepted");
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kIo);
+    CHECK_THAT(e.what(), Catch::Matchers::StartsWith((dir / "damaged.pt").string() +
+                                                     ": a damaged checkpoint record: "));
+  }
+  for (size_t i = 0; i < before.size(); ++i) CHECK(torch::equal(before[i], copies[i]));
+}
+
 TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
           "[train][checkpoint]") {
   const config::Config config = lenet_config();
