@@ -12,8 +12,8 @@
 namespace {
 
 struct Target {
-  dptrain::config::Config config =
-      dptrain::config::resolve_config(std::nullopt, "defaults", {"parallel.devices=cpu"}, {"lenet"});
+  dptrain::config::Config config = dptrain::config::resolve_config(
+      std::nullopt, "defaults", {"parallel.devices=cpu"}, {"lenet"});
   std::unique_ptr<dptrain::parallel::Backend> backend = dptrain::parallel::make_backend(
       config.parallel, dptrain::model::make_model(config.model), dptrain::dist::RankInfo{});
   torch::optim::SGD optimizer{backend->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)};
