@@ -12,12 +12,4 @@ nlohmann::json to_json(const Config& c) {
   return tree;
 }
 
-nlohmann::json::json_pointer key_pointer(const std::string& path) {
-  std::string pointer = "/" + path;
-  for (char& ch : pointer) {
-    if (ch == '.') ch = '/';
-  }
-  return nlohmann::json::json_pointer(pointer);
-}
-
 }  // namespace dptrain::config

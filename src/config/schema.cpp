@@ -269,6 +269,14 @@ const std::vector<KeySpec>& schema() {
   return keys;
 }
 
+nlohmann::json::json_pointer key_pointer(const std::string& path) {
+  std::string pointer = "/" + path;
+  for (char& ch : pointer) {
+    if (ch == '.') ch = '/';
+  }
+  return nlohmann::json::json_pointer(pointer);
+}
+
 std::string key_table_markdown() {
   const Config defaults;
   std::string table =
