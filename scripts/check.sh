@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite under a sanitizer, in a build folder of its own.
 #
-#   scripts/check.sh asan|tsan [-- CTEST_ARGS...]
+#   scripts/check.sh asan|tsan [--build-only] [-- CTEST_ARGS...]
 #
-#   asan  AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/): out-of-bounds accesses,
-#         use after free, undefined behaviour; any report fails the test that made it.
+#   asan  AddressSanitizer + UndefinedBehaviorSanitizer, built with Debian's clang (build-asan/):
+#         out-of-bounds accesses, use after free, undefined behaviour; any report fails the test
+#         that made it. The same build holds the libFuzzer targets (scripts/fuzz.sh runs them),
+#         so that one build serves both.
 #   tsan  ThreadSanitizer (build-tsan/): data races between dptrain's threads (loader workers,
 #         dp replicas, the ddp reducer's hooks).
 #
@@ -13,23 +15,37 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
-case "$mode" in
-  asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
-  tsan) flags="-fsanitize=thread" ;;
-  *) echo "usage: $0 asan|tsan [-- CTEST_ARGS...]" >&2; exit 2 ;;
-esac
-shift
+shift || true
+build_only=false
+if [[ ${1:-} == --build-only ]]; then build_only=true; shift; fi
 [[ ${1:-} == -- ]] && shift
+
+cmake_args=()
+case "$mode" in
+  asan)
+    flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+    "$root/scripts/setup.sh" clang libclang-rt-14-dev
+    # Coverage for libFuzzer without its main(), so that tests and fuzz targets share objects.
+    cmake_args=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDPTRAIN_FUZZ=ON
+      "-DCMAKE_CXX_FLAGS=$flags -fsanitize=fuzzer-no-link -fno-omit-frame-pointer")
+    ;;
+  tsan)
+    flags="-fsanitize=thread"
+    "$root/scripts/setup.sh"
+    cmake_args=("-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer")
+    ;;
+  *) echo "usage: $0 asan|tsan [--build-only] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+esac
 
 supp=$root/scripts/sanitizers
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
 
-"$root/scripts/setup.sh"
 export BUILD_DIR=$root/build-$mode
 # Flags are set when the folder is first configured: delete it to change them.
-"$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags"
+"$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_args[@]}" \
+  "-DCMAKE_EXE_LINKER_FLAGS=$flags"
+$build_only && exit 0
 cd "$BUILD_DIR"
 exec ctest --output-on-failure -j "${TEST_JOBS:-2}" "$@"

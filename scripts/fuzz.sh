@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (libFuzzer, with AddressSanitizer and UndefinedBehaviorSanitizer) of the
 # readers that take outside input: IDX files (raw and gzip), experiment files with --set
-# overrides, checkpoints, and SLURM's node lists.
+# overrides, checkpoints, model files (state_dicts) and SLURM's node lists.
 #
-#   scripts/fuzz.sh [--seconds S] [TARGET...]    targets: idx config nodelist checkpoint (all)
+#   scripts/fuzz.sh [--seconds S] [TARGET...]    targets: idx config nodelist checkpoint model_file
 #
 # Each target runs S seconds (default 30) from its committed seeds (fuzz/corpus/TARGET) plus what
-# earlier runs here found (build-fuzz/corpus/TARGET). A crash, a sanitizer report or an exception
-# other than dptrain's own error stops it: the input is saved under build-fuzz/findings/ and the
+# earlier runs here found (build-asan/corpus/TARGET). A crash, a sanitizer report or an exception
+# other than dptrain's own error stops it: the input is saved under build-asan/findings/ and the
 # script exits non-zero. Make each finding a regression test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,18 +16,15 @@ targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    idx|config|nodelist|checkpoint) targets+=("$1"); shift ;;
-    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint ...]" >&2; exit 2 ;;
+    idx|config|nodelist|checkpoint|model_file) targets+=("$1"); shift ;;
+    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file ...]" >&2; exit 2 ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint)
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file)
 
-"$root/scripts/setup.sh" clang libclang-rt-14-dev
-build=$root/build-fuzz
-flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
-BUILD_DIR=$build "$root/scripts/build.sh" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPTRAIN_FUZZ=ON -DDPTRAIN_BUILD_TESTS=OFF \
-  "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags"
+# The fuzz targets live in the AddressSanitizer build (clang, with libFuzzer's coverage).
+"$root/scripts/check.sh" asan --build-only
+build=$root/build-asan
 
 # A real checkpoint to start the checkpoint target from, made once by a short run on tiny data.
 checkpoint_seed() {

@@ -5,11 +5,12 @@
 # (scripts/check_torch2.sh cuda: "libtorch-cuda-dev libgloo-cuda-dev libnccl-dev ...").
 set -euo pipefail
 
-read -r -a torch_packages <<<"${DPTRAIN_TORCH_PACKAGES:-libtorch-dev libgloo-dev}"
+# python3-torch is for the tests alone: PyTorch loads dptrain's model.pt as d2l's state_dict.
+read -r -a torch_packages <<<"${DPTRAIN_TORCH_PACKAGES:-libtorch-dev libgloo-dev python3-torch}"
 packages=(
   build-essential cmake ninja-build pkg-config
   "${torch_packages[@]}"
-  libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev libstb-dev
   dataset-fashion-mnist
   "$@"
 )

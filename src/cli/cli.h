@@ -8,7 +8,7 @@
 
 namespace dptrain::cli {
 
-enum class Action { kTrain, kConfig, kInfo };
+enum class Action { kTrain, kEvaluate, kPredict, kConfig, kInfo };
 
 // dptrain's own launch of ddp ranks over several machines without a scheduler, as torchrun's
 // options of the same names.
@@ -29,6 +29,16 @@ struct Command {
   std::optional<std::string> resume;  // a checkpoint's path, or "auto"
   MultiNode nodes;
   bool list_keys = false;  // config --keys: the key table instead of the resolved experiment
+  std::optional<std::filesystem::path> init_from;  // train: weights to start from
+
+  // evaluate and predict
+  std::filesystem::path model_file;                  // a state_dict (model.pt) or a checkpoint
+  std::string split = "test";                        // evaluate: "test" or "val"
+  std::optional<std::filesystem::path> report_file;  // evaluate --output: the report as JSON
+  std::vector<std::filesystem::path> inputs;         // predict: IDX, PNG or PGM files
+  std::optional<int64_t> index;                      // predict: one image of each IDX file
+  int top = 3;                                       // predict: classes shown per image
+  bool json_lines = false;                           // predict --json
 };
 
 struct ParseResult {

@@ -41,7 +41,15 @@ void apply_override(json& tree, const std::string& text, KeySources& sources) {
     throw Error(ErrorCode::kUsage, source + ": expected key.path=value",
                 "for example --set train.epochs=2 or --set parallel.devices='[\"cpu\"]'");
   }
-  set_checked(tree, text.substr(0, eq), parse_override_value(text.substr(eq + 1)), source, sources);
+  const json value = parse_override_value(text.substr(eq + 1));
+  try {
+    (void)value.dump();  // the config is written out as JSON, which holds UTF-8 text only
+  } catch (const json::type_error&) {
+    throw Error(ErrorCode::kConfig,
+                "--set " + text.substr(0, eq) + "=...: the value is not valid UTF-8 text",
+                "write the value in UTF-8");
+  }
+  set_checked(tree, text.substr(0, eq), value, source, sources);
 }
 
 void check_devices(const Checker& check, const ParallelConfig& p) {

@@ -13,6 +13,11 @@
 namespace dptrain::core {
 
 std::string read_text_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {  // which an ifstream would open and read as empty
+    throw Error(ErrorCode::kIo, path.string() + ": is a directory, not a file",
+                "give the path of a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(ErrorCode::kIo,

@@ -10,10 +10,12 @@ LeNetImpl::LeNetImpl(double init_std) : init_std_(init_std) {
 
 void LeNetImpl::reset() {
   namespace nn = torch::nn;
-  conv1_ = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(1, 20, /*kernel_size=*/3)));
-  conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(20, 50, /*kernel_size=*/5)));
-  fc1_ = register_module("fc1", nn::Linear(800, 128));
-  fc2_ = register_module("fc2", nn::Linear(128, 10));
+  // Named by their places in d2l's nn.Sequential (0 conv, 1 ReLU, 2 pool, 3 conv, 4 ReLU, 5 pool,
+  // 6 flatten, 7 linear, 8 ReLU, 9 linear), so that model.pt's keys are its state_dict's.
+  conv1_ = register_module("0", nn::Conv2d(nn::Conv2dOptions(1, 20, /*kernel_size=*/3)));
+  conv2_ = register_module("3", nn::Conv2d(nn::Conv2dOptions(20, 50, /*kernel_size=*/5)));
+  fc1_ = register_module("7", nn::Linear(800, 128));
+  fc2_ = register_module("9", nn::Linear(128, 10));
   torch::NoGradGuard no_grad;
   for (auto& param : named_parameters()) {
     if (param.key().find("bias") != std::string::npos) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "model/state_dict.h"
 #include "train/parameters.h"
 
 namespace dptrain::train {
@@ -179,14 +180,15 @@ Progress progress_of(const json& meta) {
   return p;
 }
 
-}  // namespace
-
-Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
-                         parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
-  torch::serialize::InputArchive archive;
+// Opens a checkpoint's archive and reads its record; an I/O error naming the file when it is no
+// checkpoint.
+json open_checkpoint(const std::filesystem::path& path, torch::serialize::InputArchive& archive) {
   json meta;
   try {
-    archive.load_from(path.string());
+    const std::string bytes = core::read_text_file(path);
+    model::check_archive_pickles(bytes);
+    std::istringstream in(bytes);
+    archive.load_from(in);
     c10::IValue text;
     archive.read("meta", text);
     meta = json::parse(text.toStringRef());
@@ -201,6 +203,29 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
                     ", this dptrain reads " + std::to_string(kFormat),
                 "resume it with the dptrain version that wrote it");
   }
+  return meta;
+}
+
+}  // namespace
+
+CheckpointWeights read_checkpoint_weights(const std::filesystem::path& path) {
+  torch::serialize::InputArchive archive;
+  const json meta = open_checkpoint(path, archive);
+  CheckpointWeights weights;
+  try {
+    weights.model = meta.at("model").get<std::string>();
+    weights.parameters = read_tensors(archive, "param_", meta.at("shapes").size());
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
+                "give another checkpoint from the run's checkpoints folder");
+  }
+  return weights;
+}
+
+Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
+                         parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
+  torch::serialize::InputArchive archive;
+  const json meta = open_checkpoint(path, archive);
   const std::vector<torch::Tensor> params = backend.parameters();
   Progress p;
   try {  // the whole record is read before anything is loaded, so a damaged one changes nothing

@@ -42,6 +42,13 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
                          parallel::Backend& backend, torch::optim::Optimizer& optimizer);
 
+// A checkpoint's parameters alone (evaluate and predict), in the model's order.
+struct CheckpointWeights {
+  std::string model;  // model.name of the run that wrote it
+  std::vector<torch::Tensor> parameters;
+};
+CheckpointWeights read_checkpoint_weights(const std::filesystem::path& path);
+
 // checkpoint.dir, or <output>/checkpoints when it is empty.
 std::filesystem::path checkpoint_dir(const config::Config& config,
                                      const std::filesystem::path& output_dir);

@@ -139,6 +139,8 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
     const EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
     summary.test_acc = m.test_acc;
     summary.test_loss = m.test_loss;
+    summary.test_correct = m.test_correct;
+    summary.test_samples = m.test_samples;
     summary.train_acc = m.train_acc;
     summary.train_loss = m.train_loss;
     lines.push_back("early stopping: restored the weights of epoch " + std::to_string(best) +

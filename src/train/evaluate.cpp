@@ -10,7 +10,7 @@ EvalResult evaluate(parallel::Backend& backend, data::Loader& loader) {
   const auto options = torch::TensorOptions().device(backend.input_device());
   // Summed on the device, read once at the end: no synchronisation per batch.
   torch::Tensor loss_sum = torch::zeros({}, options.dtype(torch::kFloat64));
-  torch::Tensor correct = torch::zeros({}, options.dtype(torch::kInt64));
+  torch::Tensor confusion = torch::zeros({kClasses * kClasses}, options.dtype(torch::kInt64));
   int64_t samples = 0;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
@@ -18,19 +18,25 @@ EvalResult evaluate(parallel::Backend& backend, data::Loader& loader) {
     loss_sum += torch::nn::functional::cross_entropy(
         logits, batch->labels,
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    correct += logits.argmax(1).eq(batch->labels).sum();
+    const torch::Tensor cell = batch->labels * kClasses + logits.argmax(1);
+    confusion.index_add_(0, cell, torch::ones_like(cell));
     samples += batch->size();
   }
-  std::vector<double> totals = {loss_sum.item<double>(),
-                                static_cast<double>(correct.item<int64_t>()),
-                                static_cast<double>(samples)};
+  const torch::Tensor counts = confusion.cpu();
+  std::vector<double> totals = {loss_sum.item<double>(), static_cast<double>(samples)};
+  const int64_t* count = counts.data_ptr<int64_t>();
+  for (int64_t i = 0; i < counts.numel(); ++i) totals.push_back(static_cast<double>(count[i]));
   backend.all_reduce_sum(totals);
   backend.set_training(true);
   EvalResult result;
-  result.samples = static_cast<int64_t>(totals[2]);
+  result.samples = static_cast<int64_t>(totals[1]);
+  for (size_t i = 2; i < totals.size(); ++i) {
+    result.confusion.push_back(static_cast<int64_t>(totals[i]));
+  }
+  for (int64_t c = 0; c < kClasses; ++c) result.correct += result.confusion[c * kClasses + c];
   if (result.samples > 0) {
-    result.loss = totals[0] / totals[2];
-    result.accuracy = totals[1] / totals[2];
+    result.loss = totals[0] / totals[1];
+    result.accuracy = static_cast<double>(result.correct) / totals[1];
   }
   return result;
 }

@@ -1,16 +1,24 @@
-// Test-set loss and accuracy for the backend's current parameters, summed over every batch (and,
-// for multi-process backends, over every rank's shard) before dividing.
+// Loss, accuracy and the confusion matrix for the backend's current parameters, summed over
+// every batch (and, for multi-process backends, over every rank's shard) before dividing.
 #pragma once
+
+#include <vector>
 
 #include "data/loader.h"
 #include "parallel/backend.h"
 
 namespace dptrain::train {
 
+// Fashion-MNIST's and MNIST's ten labels.
+constexpr int64_t kClasses = 10;
+
 struct EvalResult {
   double loss = 0;      // mean cross-entropy per sample
   double accuracy = 0;  // fraction classified correctly
   int64_t samples = 0;
+  int64_t correct = 0;
+  // confusion[truth * kClasses + predicted]: how many samples of class `truth` got `predicted`.
+  std::vector<int64_t> confusion;
 };
 
 EvalResult evaluate(parallel::Backend& backend, data::Loader& loader);

@@ -13,6 +13,8 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"train_acc", m.train_acc},
                       {"test_loss", m.test_loss},
                       {"test_acc", m.test_acc},
+                      {"test_correct", m.test_correct},
+                      {"test_samples", m.test_samples},
                       {"train_sec", m.train_sec},
                       {"eval_sec", m.eval_sec},
                       {"comm_wait_sec", m.comm_wait_sec},
@@ -45,6 +47,8 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.train_acc = number(j, "train_acc");
   m.test_loss = number(j, "test_loss");
   m.test_acc = number(j, "test_acc");
+  m.test_correct = j.value("test_correct", int64_t{0});
+  m.test_samples = j.value("test_samples", int64_t{0});
   m.has_val = j.contains("val_loss");
   if (m.has_val) {
     m.val_loss = number(j, "val_loss");
@@ -81,6 +85,8 @@ TrainingSums training_sums_from_json(const nlohmann::json& j) {
 nlohmann::json to_json(const RunSummary& s) {
   return {{"test_acc", s.test_acc},
           {"test_loss", s.test_loss},
+          {"test_correct", s.test_correct},
+          {"test_samples", s.test_samples},
           {"train_loss", s.train_loss},
           {"train_acc", s.train_acc},
           {"sec_per_epoch", s.sec_per_epoch},
@@ -104,6 +110,8 @@ RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
   const EpochMetrics& last = epochs.back();
   s.test_acc = last.test_acc;
   s.test_loss = last.test_loss;
+  s.test_correct = last.test_correct;
+  s.test_samples = last.test_samples;
   s.train_loss = last.train_loss;
   s.train_acc = last.train_acc;
   double train_sec = 0;

@@ -17,6 +17,8 @@ struct EpochMetrics {
   double train_acc = 0;
   double test_loss = 0;
   double test_acc = 0;
+  int64_t test_correct = 0;  // test images classified right, of test_samples
+  int64_t test_samples = 0;
   bool has_val = false;  // data.val_split > 0: the held-out figures below are set
   double val_loss = 0;
   double val_acc = 0;
@@ -44,6 +46,8 @@ struct TrainingSums {
 struct RunSummary {
   double test_acc = 0;
   double test_loss = 0;
+  int64_t test_correct = 0;
+  int64_t test_samples = 0;
   double train_loss = 0;
   double train_acc = 0;
   double sec_per_epoch = 0;  // mean training seconds per epoch

@@ -16,4 +16,14 @@ void copy_into_parameters(parallel::Backend& backend, const std::vector<torch::T
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(values[i]);
 }
 
+model::StateDict named_host_copies(parallel::Backend& backend,
+                                   const std::vector<model::ParameterSpec>& specs) {
+  const std::vector<torch::Tensor> copies = host_copies(backend);
+  model::StateDict dict;
+  for (size_t i = 0; i < copies.size() && i < specs.size(); ++i) {
+    dict.emplace_back(specs[i].name, copies[i]);
+  }
+  return dict;
+}
+
 }  // namespace dptrain::train

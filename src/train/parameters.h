@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "model/state_dict.h"
 #include "parallel/backend.h"
 
 namespace dptrain::train {
@@ -15,5 +16,9 @@ std::vector<torch::Tensor> host_copies(parallel::Backend& backend);
 
 // Writes `values` into the backend's parameters in place (same order and shapes), on every rank.
 void copy_into_parameters(parallel::Backend& backend, const std::vector<torch::Tensor>& values);
+
+// Host copies under the model's names (`specs`, in the backend's order): model.pt's contents.
+model::StateDict named_host_copies(parallel::Backend& backend,
+                                   const std::vector<model::ParameterSpec>& specs);
 
 }  // namespace dptrain::train

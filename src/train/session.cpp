@@ -9,6 +9,7 @@
 #include "data/holdout.h"
 #include "data/locate.h"
 #include "model/registry.h"
+#include "model/state_dict.h"
 #include "parallel/factory.h"
 #include "train/precision.h"
 
@@ -89,22 +90,9 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
   return o;
 }
 
-}  // namespace
-
-Session build_session(const config::Config& config, const dist::RankInfo& rank) {
-  apply_runtime(config, rank);
-  // The backend first: a device that is not there fails before the data set is read.
-  torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
-  Session s;
-  s.backend = parallel::make_backend(config.parallel, model::make_model(config.model), rank);
-  s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
-  check_precision_devices(config.precision, s.backend->devices());
-  s.autocast = autocast_dtype(config.precision);
-  s.scaler =
-      GradScaler(GradScalerOptions{/*enabled=*/config.precision == config::Precision::kFp16});
-  s.grad_clip_norm = config.optimizer.grad_clip_norm;
+// The data set, split and placed, and a loader for each part: this rank's share of every set.
+void attach_loaders(const config::Config& config, Session& s) {
   const torch::Device device = s.backend->input_device();
-
   const std::filesystem::path data_dir =
       data::locate_data_dir(config.data.dir, config::name_of(config.data.dataset));
   data::Splits splits = data::load_splits(data_dir);
@@ -124,7 +112,6 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
                    ? fmt::format(" ({} workers)", config.data.num_workers)
                    : std::string());
   log_inert_loader_keys(config.data, placement, device);
-
   // Every rank shuffles with the same seed and takes its share of each global batch; world size 1
   // is just the case where that share is everything.
   const int world = s.backend->world_size();
@@ -150,6 +137,26 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   };
   if (val) s.val_loader = eval_loader(val);
   s.test_loader = eval_loader(splits.test);
+}
+
+}  // namespace
+
+Session build_session(const config::Config& config, const dist::RankInfo& rank) {
+  apply_runtime(config, rank);
+  // The backend first: a device that is not there fails before the data set is read.
+  torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
+  Session s;
+  torch::nn::AnyModule model = model::make_model(config.model);
+  s.parameter_specs = model::parameter_specs(*model.ptr());
+  s.backend = parallel::make_backend(config.parallel, std::move(model), rank);
+  s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
+  check_precision_devices(config.precision, s.backend->devices());
+  s.autocast = autocast_dtype(config.precision);
+  s.scaler =
+      GradScaler(GradScalerOptions{/*enabled=*/config.precision == config::Precision::kFp16});
+  s.grad_clip_norm = config.optimizer.grad_clip_norm;
+
+  attach_loaders(config, s);
   return s;
 }
 

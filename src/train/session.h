@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "dist/rendezvous.h"
+#include "model/state_dict.h"
 #include "parallel/backend.h"
 #include "train/grad_scaler.h"
 
@@ -18,6 +19,8 @@ namespace dptrain::train {
 
 struct Session {
   std::unique_ptr<parallel::Backend> backend;
+  // The model's parameters by name, in the order of backend->parameters() (model.pt's keys).
+  std::vector<model::ParameterSpec> parameter_specs;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::optional<at::ScalarType> autocast;                   // none: fp32
   GradScaler scaler{GradScalerOptions{/*enabled=*/false}};  // fp16 only

@@ -12,11 +12,13 @@
 #include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
+#include "model/state_dict.h"
 #include "parallel/devices.h"
 #include "train/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
 #include "train/grad_scaler.h"
+#include "train/model_file.h"
 #include "train/parameters.h"
 #include "train/precision.h"
 #include "train/report.h"
@@ -164,6 +166,8 @@ void evaluate_epoch(Session& s, EpochMetrics& m) {
   const EvalResult test = evaluate(*s.backend, *s.test_loader);
   m.test_loss = test.loss;
   m.test_acc = test.accuracy;
+  m.test_correct = test.correct;
+  m.test_samples = test.samples;
   m.eval_sec = timer.seconds();
 }
 
@@ -180,12 +184,6 @@ core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesyste
 }
 
 // The final parameters, as torch::save writes a list of tensors (torch::load reads them back).
-void save_parameters(parallel::Backend& backend, const std::filesystem::path& path) {
-  std::ostringstream bytes;
-  torch::save(host_copies(backend), bytes);
-  core::write_file_atomic(path, bytes.str());
-}
-
 // One run from its first (or resumed) epoch to its files: the epoch loop and what it keeps.
 class RunLoop {
  public:
@@ -214,6 +212,11 @@ class RunLoop {
     s_.scaler.restore(start_.scaler);
     spdlog::info("resumed from {}: epoch {}, step {}", path.string(), start_.epoch + 1,
                  start_.steps_done);
+  }
+
+  void init_from(const std::filesystem::path& path) {
+    copy_into_parameters(*s_.backend, read_model_file(path, s_.parameter_specs));
+    spdlog::info("initial weights from {}", path.string());
   }
 
   TrainResult run() {
@@ -280,7 +283,8 @@ class RunLoop {
     summary.precision = config::name_of(config_.precision);
     summary.libtorch_version = core::compat::libtorch_version();
     if (!writer_) return;
-    save_parameters(*s_.backend, output_dir_ / "model.pt");
+    model::save_state_dict(output_dir_ / "model.pt",
+                           named_host_copies(*s_.backend, s_.parameter_specs));
     core::write_file_atomic(output_dir_ / "summary.json", to_json(summary).dump(2) + "\n");
     console_ << format_summary_line(summary.test_acc, summary.sec_per_epoch, devices_) << std::endl;
   }
@@ -301,10 +305,14 @@ class RunLoop {
 }  // namespace
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console, const dist::RankInfo& rank,
-                  const std::optional<std::filesystem::path>& resume) {
+                  std::ostream& console, const dist::RankInfo& rank, const Start& start) {
   RunLoop loop(config, output_dir, console, rank);
-  if (resume) loop.resume_from(*resume);
+  // A checkpoint holds the weights too: a requeued job that began from --init-from resumes.
+  if (start.resume) {
+    loop.resume_from(*start.resume);
+  } else if (start.init_from) {
+    loop.init_from(*start.init_from);
+  }
   return loop.run();
 }
 

@@ -19,13 +19,19 @@ struct TrainResult {
   std::vector<EpochMetrics> epochs;
 };
 
-// Trains as `config` says, as `rank` of its job (alone by default), from the start or from the
-// checkpoint `resume`. Rank 0 writes config.json, metrics.jsonl, summary.json, model.pt (the
+// Where a run begins: a checkpoint to resume, or else weights to start from (a state_dict or a
+// checkpoint's parameters) instead of the seeded initialisation.
+struct Start {
+  std::optional<std::filesystem::path> resume;
+  std::optional<std::filesystem::path> init_from;
+};
+
+// Trains as `config` says, as `rank` of its job (alone by default), from the start or as `start`
+// says. Rank 0 writes config.json, metrics.jsonl, summary.json, model.pt (the
 // final parameters) and the checkpoints into `output_dir` (an existing folder) and the epoch lines
 // and d2l's summary line to `console`; other ranks write nothing. A SIGTERM or SIGUSR1 ends the
 // run after the current step with a checkpoint and an Error(kPreempted).
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console, const dist::RankInfo& rank = {},
-                  const std::optional<std::filesystem::path>& resume = std::nullopt);
+                  std::ostream& console, const dist::RankInfo& rank = {}, const Start& start = {});
 
 }  // namespace dptrain::train

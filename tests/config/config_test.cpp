@@ -254,6 +254,16 @@ TEST_CASE("a number too large for JSON is a config error, not a crash (found by 
              Catch::Matchers::StartsWith("--set train.epochs=1e999: train.epochs: "));
 }
 
+TEST_CASE("an override that is not UTF-8 is a config error, not a crash (found by fuzzing)",
+          "[config]") {
+  // Refused by its type before, it made the error message itself throw (JSON text is UTF-8).
+  CHECK(error_of([] { resolve("{}", {"train.epochs=2monitor\xff\xff"}); }, ErrorCode::kConfig) ==
+        "--set train.epochs=...: the value is not valid UTF-8 text");
+  CHECK(error_of([] { resolve("{}", {"name=caf\xe9"}); }, ErrorCode::kConfig) ==
+        "--set name=...: the value is not valid UTF-8 text");
+  CHECK(resolve("{}", {"name=caf\xc3\xa9"}).name == "caf\xc3\xa9");
+}
+
 TEST_CASE("a missing experiment file is a config error naming it", "[config]") {
   CHECK(error_of([] { dptrain::config::load_config("/nonexistent/exp.json", {}, kModels); },
                  ErrorCode::kConfig) == "/nonexistent/exp.json: no such experiment file");

@@ -20,11 +20,11 @@ int64_t count_parameters(torch::nn::Module& m) {
 // d2l's lenet() written with plain torch ops, for comparison with the module's CPU path.
 torch::Tensor reference_forward(LeNet& net, torch::Tensor x) {
   auto p = net->named_parameters();
-  x = torch::avg_pool2d(torch::relu(torch::conv2d(x, p["conv1.weight"], p["conv1.bias"])), 2);
-  x = torch::avg_pool2d(torch::relu(torch::conv2d(x, p["conv2.weight"], p["conv2.bias"])), 2);
+  x = torch::avg_pool2d(torch::relu(torch::conv2d(x, p["0.weight"], p["0.bias"])), 2);
+  x = torch::avg_pool2d(torch::relu(torch::conv2d(x, p["3.weight"], p["3.bias"])), 2);
   x = x.reshape({x.size(0), -1});
-  x = torch::relu(torch::linear(x, p["fc1.weight"], p["fc1.bias"]));
-  return torch::linear(x, p["fc2.weight"], p["fc2.bias"]);
+  x = torch::relu(torch::linear(x, p["7.weight"], p["7.bias"]));
+  return torch::linear(x, p["9.weight"], p["9.bias"]);
 }
 
 }  // namespace
@@ -38,20 +38,20 @@ TEST_CASE("LeNet has d2l's exact parameter count and shapes", "[model]") {
   LeNet net;
   CHECK(count_parameters(*net) == 129068);
   auto p = net->named_parameters();
-  CHECK(p["conv1.weight"].sizes() == torch::IntArrayRef({20, 1, 3, 3}));
-  CHECK(p["conv2.weight"].sizes() == torch::IntArrayRef({50, 20, 5, 5}));
-  CHECK(p["fc1.weight"].sizes() == torch::IntArrayRef({128, 800}));
-  CHECK(p["fc2.weight"].sizes() == torch::IntArrayRef({10, 128}));
+  CHECK(p["0.weight"].sizes() == torch::IntArrayRef({20, 1, 3, 3}));
+  CHECK(p["3.weight"].sizes() == torch::IntArrayRef({50, 20, 5, 5}));
+  CHECK(p["7.weight"].sizes() == torch::IntArrayRef({128, 800}));
+  CHECK(p["9.weight"].sizes() == torch::IntArrayRef({10, 128}));
 }
 
 TEST_CASE("LeNet's weights are drawn from N(0, init_std^2) and its biases are zero", "[model]") {
   torch::manual_seed(0);
   LeNet net(/*init_std=*/0.01);
   auto p = net->named_parameters();
-  for (const char* bias : {"conv1.bias", "conv2.bias", "fc1.bias", "fc2.bias"}) {
+  for (const char* bias : {"0.bias", "3.bias", "7.bias", "9.bias"}) {
     CHECK(p[bias].abs().max().item<float>() == 0.0f);
   }
-  const auto w = p["fc1.weight"];  // 102,400 draws: mean and std within a few percent
+  const auto w = p["7.weight"];  // 102,400 draws: mean and std within a few percent
   CHECK(std::abs(w.mean().item<double>()) < 1e-4);
   CHECK(w.std().item<double>() == Approx(0.01).epsilon(0.02));
 }

@@ -3,12 +3,15 @@
 #include "support/catch.h"
 
 #include "core/fs.h"
+#include "model/state_dict.h"
 
 namespace dptrain::testing {
 
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt) {
   std::vector<torch::Tensor> params;
-  torch::load(params, model_pt.string());
+  for (const auto& entry : model::decode_state_dict(core::read_text_file(model_pt))) {
+    params.push_back(entry.second);
+  }
   return params;
 }
 

@@ -10,6 +10,7 @@
 
 namespace dptrain::testing {
 
+// model.pt's tensors in the model's order.
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt);
 nlohmann::json summary_of(const std::filesystem::path& run_dir);
 

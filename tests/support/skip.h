@@ -22,6 +22,17 @@ const std::vector<std::string>& skipped_tests();
 
 }  // namespace dptrain::testing
 
+// Skips the running test, saying why (something it needs is not on this machine).
+#if CATCH_VERSION_MAJOR >= 3
+#define DPTRAIN_SKIP(reason) SKIP(reason)
+#else
+#define DPTRAIN_SKIP(reason)                 \
+  do {                                       \
+    ::dptrain::testing::record_skip(reason); \
+    return;                                  \
+  } while (false)
+#endif
+
 #define DPTRAIN_NO_CUDA_REASON "[cuda] skipped: this LibTorch sees no CUDA device"
 
 #if CATCH_VERSION_MAJOR >= 3

@@ -1,0 +1,27 @@
+// One function per subcommand, each a few steps over library code; main.cpp dispatches to them
+// and is the only place that catches.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "config/config.h"
+
+namespace dptrain::app {
+
+int run_train(const cli::Command& command, const std::vector<std::string>& argv);
+int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv);
+int run_predict(const cli::Command& command);
+
+// The experiment the command names (its --config and --set), resolved.
+config::Config resolve(const cli::Command& command);
+
+// ddp with no launcher around and more than one local rank (or machine): this process launches
+// the ranks, each running the same command line, and returns the job's exit status. Nothing
+// when this process should do the work itself.
+std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
+                                          const std::vector<std::string>& argv);
+
+}  // namespace dptrain::app

@@ -1,0 +1,38 @@
+// `dptrain evaluate`: a model file on the experiment's test (or validation) set, on the
+// experiment's backend; rank 0 prints the report and writes it as JSON when asked.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "app/commands.h"
+#include "core/fs.h"
+#include "core/log.h"
+#include "data/classes.h"
+#include "dist/rendezvous.h"
+#include "train/evaluate_model.h"
+
+namespace dptrain::app {
+
+int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv) {
+  const config::Config config = resolve(command);
+  if (auto status = launch_ranks_if_needed(command, config, argv)) return *status;
+  const dist::RankInfo rank =
+      dist::detect_launcher(dist::process_environment()).value_or(dist::RankInfo{});
+  core::init_logging(config::name_of(config.log.level), rank.rank);
+  const train::Split split = command.split == "val" ? train::Split::kVal : train::Split::kTest;
+  const train::EvalResult result =
+      train::evaluate_model_file(config, rank, command.model_file, split);
+  if (rank.rank != 0) return 0;
+  const auto& classes = data::class_names(config::name_of(config.data.dataset));
+  std::cout << train::format_evaluation(result, classes, command.split) << std::flush;
+  if (command.report_file) {
+    const auto report = train::evaluation_json(result, classes, command.split, command.model_file);
+    core::write_file_atomic(  // a model path need not be UTF-8: such bytes become U+FFFD
+        *command.report_file,
+        report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    spdlog::info("report written to {}", command.report_file->string());
+  }
+  return 0;
+}
+
+}  // namespace dptrain::app

@@ -1,0 +1,63 @@
+// Launching ddp's local ranks when no launcher (torchrun, srun, mpirun) started this process.
+#include <chrono>
+
+#include "app/commands.h"
+#include "config/load.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "dist/launcher.h"
+#include "dist/rendezvous.h"
+#include "model/registry.h"
+#include "parallel/devices.h"
+#include "train/session.h"
+
+namespace dptrain::app {
+namespace {
+
+[[noreturn]] void usage_error(const std::string& what, const std::string& hint) {
+  throw core::Error(core::ErrorCode::kUsage, what, hint);
+}
+
+int launch_ranks(const cli::Command& command, const config::Config& config, int local_ranks,
+                 const std::vector<std::string>& argv) {
+  const cli::MultiNode& nodes = command.nodes;
+  if (nodes.node_rank >= nodes.nnodes) {
+    usage_error("--node-rank " + std::to_string(nodes.node_rank) + " is not below --nnodes " +
+                    std::to_string(nodes.nnodes),
+                "machines count from 0 to --nnodes minus 1");
+  }
+  if (nodes.nnodes > 1 && (nodes.master_addr.empty() || nodes.master_port == 0)) {
+    usage_error(
+        "--nnodes " + std::to_string(nodes.nnodes) + " needs --master-addr and --master-port",
+        "give every machine machine 0's address and a free port on it");
+  }
+  // A batch that does not split over the ranks fails here, before any rank starts.
+  train::per_rank_batch(config.data.batch_size, nodes.nnodes * local_ranks);
+  dist::LocalLaunch launch;
+  launch.local_ranks = local_ranks;
+  launch.nnodes = nodes.nnodes;
+  launch.node_rank = nodes.node_rank;
+  launch.master_addr = nodes.master_addr;
+  launch.master_port = static_cast<uint16_t>(nodes.master_port);
+  launch.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
+  return dist::run_local_ranks(argv, launch);
+}
+
+}  // namespace
+
+config::Config resolve(const cli::Command& command) {
+  return config::load_config(command.config_file, command.overrides, model::model_names());
+}
+
+std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
+                                          const std::vector<std::string>& argv) {
+  if (dist::detect_launcher(dist::process_environment())) return std::nullopt;
+  if (config.parallel.backend != config::Backend::kDdp) return std::nullopt;
+  const int local_ranks = parallel::local_rank_count(config.parallel.devices);
+  if (local_ranks <= 1 && command.nodes.nnodes <= 1) return std::nullopt;
+  core::init_logging(config::name_of(config.log.level));
+  return launch_ranks(command, config, local_ranks, argv);
+}
+
+}  // namespace dptrain::app

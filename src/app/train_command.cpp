@@ -1,0 +1,92 @@
+// `dptrain train`: resolve the experiment, launch ddp's ranks when nobody else does, else train
+// here as the launcher's rank (or alone).
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "app/commands.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "dist/rendezvous.h"
+#include "train/checkpoint.h"
+#include "train/run_dir.h"
+#include "train/trainer.h"
+
+namespace dptrain::app {
+namespace {
+
+[[noreturn]] void usage_error(const std::string& what, const std::string& hint) {
+  throw core::Error(core::ErrorCode::kUsage, what, hint);
+}
+
+// The checkpoint --resume names: a file, or for "auto" the newest in the run's checkpoint folder
+// (none there: a fresh start, so that one command serves a job's first run and its requeues).
+std::optional<std::filesystem::path> resume_point(const cli::Command& command,
+                                                  const config::Config& config) {
+  if (!command.resume) return std::nullopt;
+  if (*command.resume != "auto") {
+    const std::filesystem::path path = *command.resume;
+    if (!std::filesystem::is_regular_file(path)) {
+      throw core::Error(core::ErrorCode::kIo, path.string() + ": no such checkpoint",
+                        "give a file from a run's checkpoints folder, or --resume auto");
+    }
+    return path;
+  }
+  if (!command.output_dir && config.checkpoint.dir.empty()) {
+    usage_error("--resume auto looks for checkpoints in the run's folder, but there is no --output",
+                "give the run's folder with --output (or set checkpoint.dir)");
+  }
+  const std::filesystem::path dir =
+      train::checkpoint_dir(config, command.output_dir.value_or(std::filesystem::path()));
+  auto latest = train::latest_checkpoint(dir);
+  if (!latest)
+    spdlog::info("--resume auto: no checkpoint in {}; starting from the beginning", dir.string());
+  return latest;
+}
+
+int train_here(const cli::Command& command, const config::Config& config,
+               const std::optional<dist::RankInfo>& launched) {
+  if (launched && command.nodes.given && launched->launcher != "dptrain") {
+    usage_error(
+        "--nnodes, --node-rank, --master-addr and --master-port are for dptrain's own "
+        "launch, but " +
+            launched->launcher + " started this process",
+        "leave them out: " + launched->launcher + " decides the ranks");
+  }
+  const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
+  core::init_logging(config::name_of(config.log.level), rank.rank);
+  core::install_interrupt_handler();
+  core::install_preemption_handler();
+  // A peer that dies mid-collective must surface as Gloo's error naming the collective, not as
+  // a SIGPIPE killing this rank silently when Gloo writes to its socket (Python ignores SIGPIPE
+  // too, so PyTorch's users see the same).
+  std::signal(SIGPIPE, SIG_IGN);
+  train::Start start;
+  start.resume = resume_point(command, config);
+  start.init_from = command.init_from;
+  std::filesystem::path output;  // other ranks write nothing
+  if (rank.rank == 0) {
+    // Resuming goes on in the folder that holds the run's results so far.
+    output = train::make_run_dir(command.output_dir, config.name,
+                                 command.overwrite || command.resume.has_value());
+  }
+  train::train(config, output, std::cout, rank, start);
+  return 0;
+}
+
+}  // namespace
+
+int run_train(const cli::Command& command, const std::vector<std::string>& argv) {
+  const config::Config config = resolve(command);
+  if (auto status = launch_ranks_if_needed(command, config, argv)) return *status;
+  const auto launched = dist::detect_launcher(dist::process_environment());
+  if (command.nodes.given && !launched && config.parallel.backend != config::Backend::kDdp) {
+    usage_error("--nnodes, --node-rank, --master-addr and --master-port launch ddp ranks",
+                "set parallel.backend to \"ddp\"");
+  }
+  return train_here(command, config, launched);
+}
+
+}  // namespace dptrain::app

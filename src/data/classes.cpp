@@ -1,0 +1,20 @@
+#include "data/classes.h"
+
+#include "core/error.h"
+
+namespace dptrain::data {
+
+const std::vector<std::string>& class_names(const std::string& dataset) {
+  static const std::vector<std::string> kFashion = {
+      "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  static const std::vector<std::string> kDigits = {"0", "1", "2", "3", "4",
+                                                   "5", "6", "7", "8", "9"};
+  if (dataset == "fashion-mnist") return kFashion;
+  if (dataset == "mnist") return kDigits;
+  throw core::Error(core::ErrorCode::kConfig,
+                    "data.dataset: no class names for \"" + dataset + "\"",
+                    "use fashion-mnist or mnist");
+}
+
+}  // namespace dptrain::data

@@ -1,0 +1,107 @@
+#include "data/image_file.h"
+
+#include <stb_image.h>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "data/idx.h"
+
+namespace dptrain::data {
+namespace {
+
+constexpr int64_t kSide = 28;
+
+[[noreturn]] void not_an_image(const std::filesystem::path& path, const std::string& why) {
+  throw core::Error(core::ErrorCode::kData, path.string() + ": " + why,
+                    "give IDX image files (such as t10k-images-idx3-ubyte.gz) or PNG/PGM images");
+}
+
+bool is_idx(const std::string& bytes) {
+  // A raw IDX file of unsigned bytes starts 00 00 08 nn; a gzip file starts 1f 8b.
+  return bytes.size() >= 4 &&
+         ((bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 8) ||
+          (static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b));
+}
+
+std::vector<InputImage> read_idx_images(const std::filesystem::path& path,
+                                        std::optional<int64_t> index) {
+  IdxArray idx = read_idx(path);
+  if (idx.dims.size() != 3 || idx.dims[1] != kSide || idx.dims[2] != kSide) {
+    not_an_image(path, "an IDX file that holds no 28x28 images");
+  }
+  const int64_t count = idx.dims[0];
+  if (count == 0) not_an_image(path, "an IDX file with no images");
+  if (index && (*index < 0 || *index >= count)) {
+    not_an_image(path, "--index " + std::to_string(*index) + " is past its " +
+                           std::to_string(count) + " images (0 to " + std::to_string(count - 1) +
+                           ")");
+  }
+  const torch::Tensor all =
+      torch::from_blob(idx.values.data(), {count, kSide, kSide}, torch::kUInt8);
+  std::vector<InputImage> images;
+  for (int64_t i = index.value_or(0); i < (index ? *index + 1 : count); ++i) {
+    images.push_back({path.string() + "#" + std::to_string(i), to_model_input(all[i])});
+  }
+  return images;
+}
+
+// PIL's convert("L"): L = (19595 R + 38470 G + 7471 B + 2^15) >> 16; alpha is dropped.
+torch::Tensor grey_of(const unsigned char* pixels, int width, int height, int channels) {
+  torch::Tensor grey = torch::empty({height, width}, torch::kUInt8);
+  uint8_t* out = grey.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < int64_t{width} * height; ++i) {
+    const unsigned char* p = pixels + i * channels;
+    out[i] =
+        channels < 3
+            ? p[0]
+            : static_cast<uint8_t>((19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 0x8000u) >> 16);
+  }
+  return grey;
+}
+
+InputImage read_picture(const std::filesystem::path& path, const std::string& bytes) {
+  int width = 0, height = 0, channels = 0;
+  unsigned char* pixels =
+      stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()),
+                            static_cast<int>(bytes.size()), &width, &height, &channels, 0);
+  if (pixels == nullptr) {
+    not_an_image(path,
+                 std::string("not a readable PNG or PGM image (") + stbi_failure_reason() + ")");
+  }
+  torch::Tensor grey = grey_of(pixels, width, height, channels);
+  stbi_image_free(pixels);
+  return {path.string(), to_model_input(grey)};
+}
+
+}  // namespace
+
+torch::Tensor to_model_input(const torch::Tensor& grey) {
+  torch::Tensor values = grey.to(torch::kFloat32);
+  if (grey.size(0) != kSide || grey.size(1) != kSide) {
+    namespace F = torch::nn::functional;
+    // As torchvision's Resize((28, 28)) on a PIL image: antialiased bilinear on the 8-bit
+    // values, rounded back to 8 bits before ToTensor divides.
+    values = F::interpolate(values.unsqueeze(0).unsqueeze(0),
+                            F::InterpolateFuncOptions()
+                                .size(std::vector<int64_t>{kSide, kSide})
+                                .mode(torch::kBilinear)
+                                .align_corners(false)
+                                .antialias(true))
+                 .squeeze(0)
+                 .squeeze(0)
+                 .round()
+                 .clamp(0, 255);
+  }
+  return (values / 255.0f).unsqueeze(0);
+}
+
+std::vector<InputImage> read_input_images(const std::filesystem::path& path,
+                                          std::optional<int64_t> index) {
+  const std::string bytes = core::read_text_file(path);  // names a missing file or a directory
+  if (bytes.empty()) not_an_image(path, "an empty file");
+  if (is_idx(bytes)) return read_idx_images(path, index);
+  if (index) not_an_image(path, "--index applies to IDX files, and this is none");
+  return {read_picture(path, bytes)};
+}
+
+}  // namespace dptrain::data

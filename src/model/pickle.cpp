@@ -1,0 +1,722 @@
+#include "model/pickle.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace dptrain::model::pickle {
+namespace {
+
+// Opcodes by name, as Python's pickletools lists them; the bracket characters are spelled in
+// hex so that tools matching brackets in the source are not misled.
+enum Op : uint8_t {
+  kMark = 0x28,  // '('
+
+  kStop = '.',
+  kPop = '0',
+  kPopMark = '1',
+  kDup = '2',
+  kNone = 'N',
+  kReduce = 'R',
+  kBuild = 'b',
+  kAppend = 'a',
+  kAppends = 'e',
+  kDict = 'd',
+  kEmptyDict = 0x7d,   // '}'
+  kEmptyList = 0x5d,   // ']'
+  kEmptyTuple = 0x29,  // ')'
+  kSetItem = 's',
+  kSetItems = 'u',
+  kTuple = 't',
+  kBinPersId = 'Q',
+  kList = 'l',
+  kObj = 'o',
+  kBinInt = 'J',
+  kBinInt1 = 'K',
+  kBinInt2 = 'M',
+  kBinGet = 'h',
+  kLongBinGet = 'j',
+  kBinPut = 'q',
+  kLongBinPut = 'r',
+  kBinFloat = 'G',
+  kShortBinString = 'U',
+  kBinString = 'T',
+  kBinUnicode = 'X',
+  kShortBinBytes = 'C',
+  kBinBytes = 'B',
+  kGlobal = 'c',
+  kInt = 'I',
+  kLong = 'L',
+  kFloat = 'F',
+  kString = 'S',
+  kUnicode = 'V',
+  kPersId = 'P',
+  kGet = 'g',
+  kPut = 'p',
+  kInst = 'i',
+  kProto = 0x80,
+  kNewObj = 0x81,
+  kExt1 = 0x82,
+  kExt2 = 0x83,
+  kExt4 = 0x84,
+  kTuple1 = 0x85,
+  kTuple2 = 0x86,
+  kTuple3 = 0x87,
+  kNewTrue = 0x88,
+  kNewFalse = 0x89,
+  kLong1 = 0x8a,
+  kLong4 = 0x8b,
+  kShortBinUnicode = 0x8c,
+  kBinUnicode8 = 0x8d,
+  kBinBytes8 = 0x8e,
+  kEmptySet = 0x8f,
+  kAddItems = 0x90,
+  kFrozenSet = 0x91,
+  kNewObjEx = 0x92,
+  kStackGlobal = 0x93,
+  kMemoize = 0x94,
+  kFrame = 0x95,
+  kByteArray8 = 0x96,
+  kNextBuffer = 0x97,
+  kReadOnlyBuffer = 0x98,
+};
+
+// What follows an opcode in the stream.
+enum class Operand {
+  kNothing,
+  kFixed1,
+  kFixed2,
+  kFixed4,
+  kFixed8,
+  kSized1,
+  kSized4,
+  kSized8,
+  kLine,
+  kTwoLines
+};
+
+std::string hex(uint8_t op) {
+  static const char* digits = "0123456789abcdef";
+  return std::string("0x") + digits[op >> 4] + digits[op & 15];
+}
+
+// Every opcode's operand kind, or nothing for an unknown opcode.
+class OperandTable {
+ public:
+  OperandTable() {
+    set(Operand::kFixed1, {kBinInt1, kBinGet, kBinPut, kProto, kExt1});
+    set(Operand::kFixed2, {kBinInt2, kExt2});
+    set(Operand::kFixed4, {kBinInt, kLongBinGet, kLongBinPut, kExt4});
+    set(Operand::kFixed8, {kBinFloat, kFrame});
+    set(Operand::kSized1, {kShortBinString, kShortBinUnicode, kShortBinBytes, kLong1});
+    set(Operand::kSized4, {kBinString, kBinUnicode, kBinBytes, kLong4});
+    set(Operand::kSized8, {kBinUnicode8, kBinBytes8, kByteArray8});
+    set(Operand::kLine, {kInt, kLong, kFloat, kString, kUnicode, kPersId, kGet, kPut});
+    set(Operand::kTwoLines, {kGlobal, kInst});
+    set(Operand::kNothing,
+        {kMark,      kStop,     kPop,         kPopMark,   kDup,        kNone,          kReduce,
+         kBuild,     kAppend,   kAppends,     kDict,      kEmptyDict,  kEmptyList,     kEmptyTuple,
+         kSetItem,   kSetItems, kTuple,       kBinPersId, kList,       kObj,           kNewObj,
+         kTuple1,    kTuple2,   kTuple3,      kNewTrue,   kNewFalse,   kEmptySet,      kAddItems,
+         kFrozenSet, kNewObjEx, kStackGlobal, kMemoize,   kNextBuffer, kReadOnlyBuffer});
+  }
+
+  Operand of(uint8_t op, size_t at) const {
+    if (!known_[op]) {
+      throw PickleError("unknown pickle opcode " + hex(op) + " at byte " + std::to_string(at));
+    }
+    return *known_[op];
+  }
+
+ private:
+  void set(Operand kind, std::initializer_list<uint8_t> ops) {
+    for (uint8_t op : ops) known_[op] = kind;
+  }
+
+  std::array<std::optional<Operand>, 256> known_;
+};
+
+Operand operand_of(uint8_t op, size_t at) {
+  static const OperandTable table;
+  return table.of(op, at);
+}
+
+// Reads the stream front to back; every read is checked against the end.
+class Cursor {
+ public:
+  explicit Cursor(const std::string& bytes) : bytes_(bytes) {}
+
+  size_t position() const { return pos_; }
+  bool done() const { return pos_ >= bytes_.size(); }
+
+  uint8_t opcode() { return static_cast<uint8_t>(take(1)[0]); }
+
+  uint64_t little_endian(size_t width) {
+    const std::string raw = take(width);
+    uint64_t value = 0;
+    for (size_t i = 0; i < width; ++i) value |= uint64_t{static_cast<uint8_t>(raw[i])} << (8 * i);
+    return value;
+  }
+
+  std::string take(uint64_t count) {
+    if (count > bytes_.size() - pos_) {
+      throw PickleError("the pickle stream ends inside an operand of " + std::to_string(count) +
+                        " bytes at byte " + std::to_string(pos_));
+    }
+    std::string out = bytes_.substr(pos_, count);
+    pos_ += count;
+    return out;
+  }
+
+  std::string line() {
+    const size_t end = bytes_.find('\n', pos_);
+    if (end == std::string::npos) {
+      throw PickleError("the pickle stream ends inside a line at byte " + std::to_string(pos_));
+    }
+    std::string out = bytes_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return out;
+  }
+
+  // The operand of `op`, whatever it is, as raw bytes (lines without their newline).
+  std::string operand(uint8_t op) {
+    switch (operand_of(op, pos_ - 1)) {
+      case Operand::kNothing:
+        return {};
+      case Operand::kFixed1:
+        return take(1);
+      case Operand::kFixed2:
+        return take(2);
+      case Operand::kFixed4:
+        return take(4);
+      case Operand::kFixed8:
+        return take(8);
+      case Operand::kSized1:
+        return take(little_endian(1));
+      case Operand::kSized4:
+        return take(little_endian(4));
+      case Operand::kSized8:
+        return take(little_endian(8));
+      case Operand::kLine:
+        return line();
+      case Operand::kTwoLines: {
+        std::string first = line();
+        return first + "." + line();
+      }
+    }
+    return {};
+  }
+
+ private:
+  const std::string& bytes_;
+  size_t pos_ = 0;
+};
+
+uint64_t unsigned_of(const std::string& raw) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < raw.size() && i < 8; ++i) {
+    value |= uint64_t{static_cast<uint8_t>(raw[i])} << (8 * i);
+  }
+  return value;
+}
+
+// LONG1's little-endian two's complement, up to 8 bytes.
+int64_t signed_of(const std::string& raw) {
+  if (raw.size() > 8) throw PickleError("an integer of " + std::to_string(raw.size()) + " bytes");
+  if (raw.empty()) return 0;
+  uint64_t value = unsigned_of(raw);
+  if (raw.size() < 8 && (static_cast<uint8_t>(raw.back()) & 0x80)) {
+    value |= ~uint64_t{0} << (8 * raw.size());
+  }
+  return static_cast<int64_t>(value);
+}
+
+ValuePtr make(Value::Kind kind) {
+  auto v = std::make_shared<Value>();
+  v->kind = kind;
+  return v;
+}
+
+ValuePtr make_int(int64_t i, Value::Kind kind = Value::Kind::kInt) {
+  auto v = std::make_shared<Value>();
+  v->kind = kind;
+  v->integer = i;
+  return v;
+}
+
+ValuePtr make_text(std::string text, Value::Kind kind) {
+  auto v = std::make_shared<Value>();
+  v->kind = kind;
+  v->text = std::move(text);
+  return v;
+}
+
+int64_t int_of(const ValuePtr& v, const char* what) {
+  if (v->kind != Value::Kind::kInt) throw PickleError(std::string(what) + " is not an integer");
+  return v->integer;
+}
+
+std::vector<int64_t> ints_of(const ValuePtr& v, const char* what) {
+  if (v->kind != Value::Kind::kTuple) throw PickleError(std::string(what) + " is not a tuple");
+  std::vector<int64_t> out;
+  for (const auto& item : v->items) out.push_back(int_of(item, what));
+  return out;
+}
+
+// _rebuild_tensor_v2(storage, offset, size, stride, ...): the view, checked to lie inside the
+// storage, copied out so that it owns its memory.
+ValuePtr rebuild_tensor(const Value& args) {
+  if (args.kind != Value::Kind::kTuple || args.items.size() < 4 ||
+      args.items[0]->kind != Value::Kind::kTensor) {
+    throw PickleError("_rebuild_tensor_v2 without (storage, offset, size, stride)");
+  }
+  const torch::Tensor& storage = args.items[0]->tensor;
+  const int64_t offset = int_of(args.items[1], "a tensor's offset");
+  const std::vector<int64_t> size = ints_of(args.items[2], "a tensor's size");
+  const std::vector<int64_t> stride = ints_of(args.items[3], "a tensor's stride");
+  if (size.size() != stride.size()) throw PickleError("a tensor's size and stride differ in rank");
+  int64_t last = offset;  // the furthest element the view reaches
+  bool empty = false;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] < 0 || stride[d] < 0 || size[d] > (int64_t{1} << 40) ||
+        stride[d] > (int64_t{1} << 40)) {
+      throw PickleError("a tensor with a negative or huge size or stride");
+    }
+    if (size[d] == 0) empty = true;
+    if (size[d] > 0) last += (size[d] - 1) * stride[d];
+  }
+  if (offset < 0 || (!empty && last >= storage.numel())) {
+    throw PickleError("a tensor that reaches past its storage of " +
+                      std::to_string(storage.numel()) + " elements");
+  }
+  auto v = std::make_shared<Value>();
+  v->kind = Value::Kind::kTensor;
+  v->tensor = storage.as_strided(size, stride, offset).clone();
+  return v;
+}
+
+}  // namespace
+
+at::ScalarType storage_dtype(const std::string& global) {
+  static const std::map<std::string, at::ScalarType> kTypes = {
+      {"torch.FloatStorage", at::kFloat}, {"torch.DoubleStorage", at::kDouble},
+      {"torch.HalfStorage", at::kHalf},   {"torch.BFloat16Storage", at::kBFloat16},
+      {"torch.LongStorage", at::kLong},   {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort}, {"torch.CharStorage", at::kChar},
+      {"torch.ByteStorage", at::kByte},   {"torch.BoolStorage", at::kBool},
+  };
+  const auto it = kTypes.find(global);
+  if (it == kTypes.end()) throw PickleError("unsupported storage type " + global);
+  return it->second;
+}
+
+void check_operands(const std::string& bytes) {
+  Cursor cursor(bytes);
+  while (!cursor.done()) {
+    const uint8_t op = cursor.opcode();
+    cursor.operand(op);
+    if (op == kStop) return;
+  }
+  throw PickleError("the pickle stream has no STOP");
+}
+
+namespace {
+
+// Python's unpickler, cut down to the objects a state_dict holds.
+class Machine {
+ public:
+  explicit Machine(const StorageLoader& load_storage) : load_storage_(load_storage) {}
+
+  ValuePtr run(const std::string& bytes) {
+    Cursor cursor(bytes);
+    while (!cursor.done()) {
+      const size_t at = cursor.position();
+      const uint8_t op = cursor.opcode();
+      const std::string arg = cursor.operand(op);
+      if (op == kStop) {
+        if (stack_.size() != 1)
+          throw PickleError("STOP with " + std::to_string(stack_.size()) + " objects on the stack");
+        return stack_.back();
+      }
+      try {
+        step(op, arg);
+      } catch (const PickleError& e) {
+        throw PickleError(std::string(e.what()) + " (opcode " + hex(op) + " at byte " +
+                          std::to_string(at) + ")");
+      }
+    }
+    throw PickleError("the pickle stream has no STOP");
+  }
+
+ private:
+  void step(uint8_t op, const std::string& arg) {
+    if (push_constant(op, arg) || build_container(op) || use_memo(op, arg)) return;
+    switch (op) {
+      case kProto:
+      case kFrame:
+        return;
+      case kMark:
+        marks_.push_back(stack_.size());
+        return;
+      case kGlobal:
+        push(make_text(arg, Value::Kind::kGlobal));
+        return;
+      case kStackGlobal: {
+        const ValuePtr name = pop(), module = pop();
+        if (module->kind != Value::Kind::kString || name->kind != Value::Kind::kString) {
+          throw PickleError("STACK_GLOBAL of a non-string");
+        }
+        push(make_text(module->text + "." + name->text, Value::Kind::kGlobal));
+        return;
+      }
+      case kReduce: {
+        const ValuePtr args = pop(), callable = pop();
+        push(reduce(*callable, args));
+        return;
+      }
+      case kBuild:
+        build();
+        return;
+      case kBinPersId:
+        push(persistent_load(*pop()));
+        return;
+      default:
+        throw PickleError("opcode not allowed in a state_dict");
+    }
+  }
+
+  bool push_constant(uint8_t op, const std::string& arg) {
+    switch (op) {
+      case kNone:
+        push(make(Value::Kind::kNone));
+        return true;
+      case kNewTrue:
+        push(make_int(1, Value::Kind::kBool));
+        return true;
+      case kNewFalse:
+        push(make_int(0, Value::Kind::kBool));
+        return true;
+      case kBinInt1:
+      case kBinInt2:
+        push(make_int(static_cast<int64_t>(unsigned_of(arg))));
+        return true;
+      case kBinInt:
+        push(make_int(static_cast<int32_t>(unsigned_of(arg))));
+        return true;
+      case kLong1:
+        push(make_int(signed_of(arg)));
+        return true;
+      case kBinFloat: {  // big-endian IEEE double
+        uint64_t bits = 0;
+        for (unsigned char c : arg) bits = (bits << 8) | c;
+        auto v = std::make_shared<Value>();
+        v->kind = Value::Kind::kFloat;
+        std::memcpy(&v->real, &bits, sizeof bits);
+        push(v);
+        return true;
+      }
+      case kBinUnicode:
+      case kShortBinUnicode:
+      case kBinUnicode8:
+        push(make_text(arg, Value::Kind::kString));
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool build_container(uint8_t op) {
+    switch (op) {
+      case kEmptyTuple:
+        push(make(Value::Kind::kTuple));
+        return true;
+      case kEmptyList:
+        push(make(Value::Kind::kList));
+        return true;
+      case kEmptyDict:
+        push(make(Value::Kind::kDict));
+        return true;
+      case kTuple:
+        push(sequence(Value::Kind::kTuple, pop_mark()));
+        return true;
+      case kTuple1:
+      case kTuple2:
+      case kTuple3: {
+        std::vector<ValuePtr> items(op - kTuple1 + 1);
+        for (auto it = items.rbegin(); it != items.rend(); ++it) *it = pop();
+        push(sequence(Value::Kind::kTuple, std::move(items)));
+        return true;
+      }
+      case kAppend: {
+        ValuePtr item = pop();
+        append(*top(Value::Kind::kList), {item});
+        return true;
+      }
+      case kAppends: {
+        auto items = pop_mark();
+        append(*top(Value::Kind::kList), items);
+        return true;
+      }
+      case kSetItem: {
+        ValuePtr value = pop(), key = pop();
+        set_items(*top(Value::Kind::kDict), {key, value});
+        return true;
+      }
+      case kSetItems: {
+        auto items = pop_mark();
+        set_items(*top(Value::Kind::kDict), items);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  bool use_memo(uint8_t op, const std::string& arg) {
+    switch (op) {
+      case kBinPut:
+      case kLongBinPut:
+        memo_[unsigned_of(arg)] = top();
+        return true;
+      case kMemoize:
+        memo_[memo_.size()] = top();
+        return true;
+      case kBinGet:
+      case kLongBinGet: {
+        const auto it = memo_.find(unsigned_of(arg));
+        if (it == memo_.end()) throw PickleError("a memo entry that was never stored");
+        push(it->second);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  ValuePtr reduce(const Value& callable, const ValuePtr& args) {
+    if (callable.kind != Value::Kind::kGlobal) throw PickleError("REDUCE of a non-global");
+    if (args->kind != Value::Kind::kTuple) throw PickleError("REDUCE with non-tuple arguments");
+    if (callable.text == "collections.OrderedDict" && args->items.empty()) {
+      return make(Value::Kind::kDict);
+    }
+    if (callable.text == "torch._utils._rebuild_tensor_v2") return rebuild_tensor(*args);
+    if (callable.text == "torch._utils._rebuild_parameter" && !args->items.empty() &&
+        args->items[0]->kind == Value::Kind::kTensor) {
+      return args->items[0];
+    }
+    throw PickleError("a call of " + callable.text + ", which a state_dict does not hold");
+  }
+
+  // BUILD sets an object's attributes; on a dict (an OrderedDict's `_metadata`) nothing here
+  // needs them.
+  void build() {
+    pop();
+    if (top()->kind != Value::Kind::kDict) throw PickleError("BUILD of an object that is no dict");
+  }
+
+  // ('storage', torch.XStorage, key, location, numel)
+  ValuePtr persistent_load(const Value& id) {
+    if (id.kind != Value::Kind::kTuple || id.items.size() != 5 ||
+        id.items[0]->kind != Value::Kind::kString || id.items[0]->text != "storage" ||
+        id.items[1]->kind != Value::Kind::kGlobal || id.items[2]->kind != Value::Kind::kString) {
+      throw PickleError("a persistent id that is no ('storage', type, key, location, numel)");
+    }
+    const int64_t numel = int_of(id.items[4], "a storage's size");
+    if (numel < 0) throw PickleError("a storage of negative size");
+    auto v = std::make_shared<Value>();
+    v->kind = Value::Kind::kTensor;
+    v->tensor = load_storage_(id.items[2]->text, storage_dtype(id.items[1]->text), numel);
+    return v;
+  }
+
+  static ValuePtr sequence(Value::Kind kind, std::vector<ValuePtr> items) {
+    auto v = std::make_shared<Value>();
+    v->kind = kind;
+    adopt(*v, items);
+    v->items = std::move(items);
+    return v;
+  }
+
+  // Marks `items` as nested in `container` and deepens it, refusing what would make it hold
+  // itself, change a container already inside another, or nest too deep.
+  static void adopt(Value& container, const std::vector<ValuePtr>& items) {
+    if (container.nested) throw PickleError("a change to a container inside another");
+    for (const auto& item : items) {
+      if (item.get() == &container) throw PickleError("a container that holds itself");
+      item->nested = true;
+      container.depth = std::max(container.depth, item->depth + 1);
+    }
+    if (container.depth > kMaxDepth) {
+      throw PickleError("containers nested deeper than " + std::to_string(kMaxDepth));
+    }
+  }
+
+  static void append(Value& list, const std::vector<ValuePtr>& items) {
+    adopt(list, items);
+    list.items.insert(list.items.end(), items.begin(), items.end());
+  }
+
+  static void set_items(Value& dict, const std::vector<ValuePtr>& items) {
+    if (items.size() % 2 != 0) throw PickleError("SETITEMS with an odd number of objects");
+    adopt(dict, items);
+    for (size_t i = 0; i < items.size(); i += 2) dict.entries.emplace_back(items[i], items[i + 1]);
+  }
+
+  void push(ValuePtr v) { stack_.push_back(std::move(v)); }
+
+  ValuePtr pop() {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) {
+      throw PickleError("an opcode takes more objects than the stack holds");
+    }
+    ValuePtr v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+
+  ValuePtr top(std::optional<Value::Kind> kind = std::nullopt) const {
+    if (stack_.empty()) throw PickleError("an opcode needs an object on an empty stack");
+    if (kind && stack_.back()->kind != *kind) throw PickleError("an object of the wrong kind");
+    return stack_.back();
+  }
+
+  std::vector<ValuePtr> pop_mark() {
+    if (marks_.empty()) throw PickleError("an opcode needs a MARK that is not there");
+    const size_t mark = marks_.back();
+    marks_.pop_back();
+    std::vector<ValuePtr> items(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
+    stack_.resize(mark);
+    return items;
+  }
+
+  const StorageLoader& load_storage_;
+  std::vector<ValuePtr> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, ValuePtr> memo_;
+};
+
+}  // namespace
+
+ValuePtr read(const std::string& bytes, const StorageLoader& load_storage) {
+  // The storages a stream names are loaded once each, shared by the views on them.
+  std::map<std::string, torch::Tensor> loaded;
+  StorageLoader once = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
+    auto it = loaded.find(key);
+    if (it == loaded.end()) it = loaded.emplace(key, load_storage(key, dtype, numel)).first;
+    if (it->second.scalar_type() != dtype || it->second.numel() != numel) {
+      throw PickleError("storage " + key + " is named with two types or sizes");
+    }
+    return it->second;
+  };
+  Machine machine(once);
+  return machine.run(bytes);
+}
+
+}  // namespace dptrain::model::pickle
+
+namespace dptrain::model::pickle {
+namespace {
+
+// Appends opcodes and their operands, as Python's pickler writes them at protocol 2.
+class Writer {
+ public:
+  std::string& bytes() { return out_; }
+
+  void op(uint8_t code) { out_.push_back(static_cast<char>(code)); }
+
+  void global(const std::string& module, const std::string& name) {
+    op(kGlobal);
+    out_ += module + "\n" + name + "\n";
+  }
+
+  void text(const std::string& s) {
+    op(kBinUnicode);
+    little_endian(s.size(), 4);
+    out_ += s;
+  }
+
+  void integer(int64_t i) {
+    if (i >= 0 && i < 256) {
+      op(kBinInt1);
+      little_endian(static_cast<uint64_t>(i), 1);
+    } else if (i >= INT32_MIN && i <= INT32_MAX) {
+      op(kBinInt);
+      little_endian(static_cast<uint32_t>(static_cast<int32_t>(i)), 4);
+    } else {
+      op(kLong1);
+      little_endian(8, 1);
+      little_endian(static_cast<uint64_t>(i), 8);
+    }
+  }
+
+  void int_tuple(const std::vector<int64_t>& values) {
+    op(kMark);
+    for (int64_t v : values) integer(v);
+    op(kTuple);
+  }
+
+  void empty_ordered_dict() {
+    global("collections", "OrderedDict");
+    op(kEmptyTuple);
+    op(kReduce);
+  }
+
+ private:
+  void little_endian(uint64_t value, int width) {
+    for (int i = 0; i < width; ++i) out_.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  }
+
+  std::string out_;
+};
+
+std::string storage_name(at::ScalarType dtype) {
+  for (const char* name :
+       {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"}) {
+    const std::string global = std::string("torch.") + name + "Storage";
+    if (storage_dtype(global) == dtype) return std::string(name) + "Storage";
+  }
+  throw PickleError(std::string("no storage type for ") + c10::toString(dtype));
+}
+
+// _rebuild_tensor_v2(('storage', torch.XStorage, key, 'cpu', numel), 0, size, stride, False,
+// OrderedDict())
+void write_tensor(Writer& w, const torch::Tensor& t, const std::string& key) {
+  w.global("torch._utils", "_rebuild_tensor_v2");
+  w.op(kMark);
+  w.op(kMark);
+  w.text("storage");
+  w.global("torch", storage_name(t.scalar_type()));
+  w.text(key);
+  w.text("cpu");
+  w.integer(t.numel());
+  w.op(kTuple);
+  w.op(kBinPersId);
+  w.integer(0);
+  w.int_tuple(t.sizes().vec());
+  w.int_tuple(t.strides().vec());
+  w.op(kNewFalse);
+  w.empty_ordered_dict();
+  w.op(kTuple);
+  w.op(kReduce);
+}
+
+}  // namespace
+
+std::string write_tensor_dict(const std::vector<std::pair<std::string, torch::Tensor>>& entries) {
+  Writer w;
+  w.op(kProto);
+  w.bytes().push_back(2);
+  w.empty_ordered_dict();
+  w.op(kMark);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    w.text(entries[i].first);
+    write_tensor(w, entries[i].second, std::to_string(i));
+  }
+  w.op(kSetItems);
+  w.op(kStop);
+  return std::move(w.bytes());
+}
+
+}  // namespace dptrain::model::pickle

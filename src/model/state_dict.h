@@ -1,0 +1,45 @@
+// model.pt: a model's parameters under PyTorch's names, in the file that Python's
+// `torch.load(path, weights_only=True)` reads as a dict and `net.load_state_dict` accepts; and
+// the reverse, reading what Python's `torch.save(net.state_dict(), path)` wrote (an OrderedDict,
+// which LibTorch's own unpickler cannot read, hence model/pickle).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dptrain::model {
+
+// Name -> tensor, in the model's order.
+using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// The bytes of a torch.save file (a zip archive: data.pkl and one record per tensor).
+std::string encode_state_dict(const StateDict& dict);
+// Throws std::runtime_error (or c10::Error from the zip reader) saying what is wrong.
+StateDict decode_state_dict(const std::string& bytes);
+
+// Written atomically.
+void save_state_dict(const std::filesystem::path& path, const StateDict& dict);
+
+// Walks every pickle in a PyTorch zip archive (torch.save's or torch::save's) before LibTorch
+// unpickles it: LibTorch reserves a string's declared length before reading it, so one damaged
+// length asks for gigabytes. Throws std::runtime_error or c10::Error.
+void check_archive_pickles(const std::string& bytes);
+
+// A parameter as a model declares it: its name and shape.
+struct ParameterSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+std::vector<ParameterSpec> parameter_specs(const torch::nn::Module& model);
+
+// `dict`'s tensors in the order of `specs`. A config error naming `source` lists every missing,
+// unexpected and mis-shaped key (with both shapes) when they do not match.
+std::vector<torch::Tensor> match_parameters(const StateDict& dict,
+                                            const std::vector<ParameterSpec>& specs,
+                                            const std::string& source);
+
+}  // namespace dptrain::model

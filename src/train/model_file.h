@@ -1,0 +1,17 @@
+// The weights `evaluate`, `predict` and `train --init-from` start from: a state_dict (dptrain's
+// model.pt, or Python's torch.save(net.state_dict(), path)) or a dptrain checkpoint.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "model/state_dict.h"
+
+namespace dptrain::train {
+
+// The file's parameters under the model's names. An I/O error naming `path` when it is neither
+// kind of file; a config error when it holds another model (see model::match_parameters).
+std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
+                                           const std::vector<model::ParameterSpec>& specs);
+
+}  // namespace dptrain::train
