@@ -9,6 +9,8 @@
 #include <thread>
 #include "support/catch.h"
 
+#include <caffe2/serialize/inline_container.h>
+
 #include "config/load.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -190,6 +192,48 @@ TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing 
                                                      ": a damaged checkpoint record: "));
   }
   for (size_t i = 0; i < before.size(); ++i) CHECK(torch::equal(before[i], copies[i]));
+}
+
+TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (found by fuzzing)",
+          "[train][checkpoint]") {
+  TempDir dir;
+  Trainee lenet(1);
+  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
+                          lenet.sgd);
+  // Copy the archive record by record, with the length of the record's JSON text in data.pkl
+  // (BINUNICODE: 'X', 4 bytes of length, the text) set to 0xfffffffe, as the fuzzer did.
+  // LibTorch's unpickler reserved that much before finding the stream too short.
+  std::string damaged;
+  {
+    caffe2::serialize::PyTorchStreamReader reader((dir / "whole.pt").string());
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+      damaged.append(static_cast<const char*>(data), size);
+      return size;
+    });
+    for (const std::string& name : reader.getAllRecords()) {
+      if (name == "version") continue;  // the writer adds its own
+      const auto [data, size] = reader.getRecord(name);
+      std::string bytes(static_cast<const char*>(data.get()), size);
+      if (name == "data.pkl") {
+        const size_t text = bytes.find("{\"best_weights\"");
+        REQUIRE(text != std::string::npos);
+        REQUIRE(bytes[text - 5] == 'X');
+        bytes.replace(text - 4, 4, std::string("\xfe\xff\xff\xff", 4));
+      }
+      writer.writeRecord(name, bytes.data(), bytes.size());
+    }
+    writer.writeEndOfFile();
+  }
+  core::write_file_atomic(dir / "damaged.pt", damaged);
+  try {
+    train::read_checkpoint(dir / "damaged.pt", lenet_config(), lenet.backend, lenet.sgd);
+    FAIL("a damaged checkpoint was accepted");
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kIo);
+    CHECK_THAT(e.what(), ContainsSubstring("damaged.pt: not a readable dptrain checkpoint: the "
+                                           "pickle stream ends inside an operand of 4294967294 "
+                                           "bytes"));
+  }
 }
 
 TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
