@@ -180,6 +180,20 @@ Progress progress_of(const json& meta) {
   return p;
 }
 
+// Tensors that do not have the parameters' shapes (where the record said they would) are damage.
+void check_shapes(const std::vector<torch::Tensor>& values,
+                  const std::vector<torch::Tensor>& params) {
+  if (values.size() != params.size()) throw std::runtime_error("a wrong number of tensors");
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!values[i].defined() || values[i].sizes() != params[i].sizes()) {
+      throw std::runtime_error("tensor " + std::to_string(i) +
+                               " does not have its parameter's "
+                               "shape " +
+                               shapes_of({params[i]})[0]);
+    }
+  }
+}
+
 // Opens a checkpoint's archive and reads its record; an I/O error naming the file when it is no
 // checkpoint.
 json open_checkpoint(const std::filesystem::path& path, torch::serialize::InputArchive& archive) {
@@ -237,19 +251,25 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
                 "give another checkpoint from the run's checkpoints folder");
   }
 
-  copy_into_parameters(backend, read_tensors(archive, "param_", params.size()));
-  torch::serialize::InputArchive optimizer_state;
-  archive.read("optimizer", optimizer_state);
-  optimizer.load(optimizer_state);
-  torch::Tensor rng;
-  archive.read("cpu_rng", rng);
-  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the global one
-  {
+  std::vector<torch::Tensor> values;
+  try {  // the tensors too, and the optimizer's state is loaded before the parameters change
+    values = read_tensors(archive, "param_", params.size());
+    p.best_weights = read_tensors(archive, "best_", meta.at("best_weights").get<size_t>());
+    check_shapes(values, params);
+    if (!p.best_weights.empty()) check_shapes(p.best_weights, params);
+    torch::serialize::InputArchive optimizer_state;
+    archive.read("optimizer", optimizer_state);
+    optimizer.load(optimizer_state);
+    torch::Tensor rng;
+    archive.read("cpu_rng", rng);
+    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the global one
     const std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(rng);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
+                "give another checkpoint from the run's checkpoints folder");
   }
-
-  p.best_weights = read_tensors(archive, "best_", meta.at("best_weights").get<size_t>());
+  copy_into_parameters(backend, values);
   return p;
 }
 

@@ -194,6 +194,46 @@ TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing 
   for (size_t i = 0; i < before.size(); ++i) CHECK(torch::equal(before[i], copies[i]));
 }
 
+TEST_CASE(
+    "a checkpoint with a damaged optimizer state is refused and changes no parameter "
+    "(found by fuzzing)",
+    "[train][checkpoint]") {
+  TempDir dir;
+  Trainee lenet(1);
+  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
+                          lenet.sgd);
+  // The record and the parameters whole, the optimizer's state empty: LibTorch's SGD::load threw
+  // past read_checkpoint after the parameters had already been overwritten.
+  torch::serialize::InputArchive whole;
+  whole.load_from((dir / "whole.pt").string());
+  torch::serialize::OutputArchive damaged;
+  c10::IValue meta;
+  whole.read("meta", meta);
+  damaged.write("meta", meta);
+  for (size_t i = 0; i < lenet.backend.parameters().size(); ++i) {
+    torch::Tensor t;
+    whole.read("param_" + std::to_string(i), t);
+    damaged.write("param_" + std::to_string(i), t);
+  }
+  torch::serialize::OutputArchive empty;
+  damaged.write("optimizer", empty);
+  damaged.save_to((dir / "damaged.pt").string());
+
+  Trainee other(2);
+  std::vector<torch::Tensor> copies;
+  for (const auto& t : other.backend.parameters()) copies.push_back(t.detach().clone());
+  try {
+    train::read_checkpoint(dir / "damaged.pt", lenet_config(), other.backend, other.sgd);
+    FAIL("a damaged checkpoint was accepted");
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kIo);
+    CHECK_THAT(e.what(), Catch::Matchers::StartsWith((dir / "damaged.pt").string() +
+                                                     ": a damaged checkpoint: "));
+  }
+  const auto after = other.backend.parameters();
+  for (size_t i = 0; i < after.size(); ++i) CHECK(torch::equal(after[i], copies[i]));
+}
+
 TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (found by fuzzing)",
           "[train][checkpoint]") {
   TempDir dir;
