@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "model/archive_check.h"
 #include "model/pickle.h"
 
 namespace dptrain::model {
@@ -48,6 +49,7 @@ std::string encode_state_dict(const StateDict& dict) {
 }
 
 StateDict decode_state_dict(const std::string& bytes) {
+  check_archive(bytes);
   std::istringstream in(bytes);
   caffe2::serialize::PyTorchStreamReader reader(&in);
   if (!reader.hasRecord("data.pkl")) throw std::runtime_error("no data.pkl in the archive");
@@ -75,16 +77,6 @@ StateDict decode_state_dict(const std::string& bytes) {
     dict.emplace_back(key->text, value->tensor);
   }
   return dict;
-}
-
-void check_archive_pickles(const std::string& bytes) {
-  std::istringstream in(bytes);
-  caffe2::serialize::PyTorchStreamReader reader(&in);
-  for (const std::string& name : reader.getAllRecords()) {
-    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pkl") != 0) continue;
-    const auto [data, size] = reader.getRecord(name);
-    pickle::check_operands(std::string(static_cast<const char*>(data.get()), size));
-  }
 }
 
 void save_state_dict(const std::filesystem::path& path, const StateDict& dict) {

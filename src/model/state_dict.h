@@ -24,11 +24,6 @@ StateDict decode_state_dict(const std::string& bytes);
 // Written atomically.
 void save_state_dict(const std::filesystem::path& path, const StateDict& dict);
 
-// Walks every pickle in a PyTorch zip archive (torch.save's or torch::save's) before LibTorch
-// unpickles it: LibTorch reserves a string's declared length before reading it, so one damaged
-// length asks for gigabytes. Throws std::runtime_error or c10::Error.
-void check_archive_pickles(const std::string& bytes);
-
 // A parameter as a model declares it: its name and shape.
 struct ParameterSpec {
   std::string name;

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "model/state_dict.h"
+#include "model/archive_check.h"
 #include "train/parameters.h"
 
 namespace dptrain::train {
@@ -200,7 +200,7 @@ json open_checkpoint(const std::filesystem::path& path, torch::serialize::InputA
   json meta;
   try {
     const std::string bytes = core::read_text_file(path);
-    model::check_archive_pickles(bytes);
+    model::check_archive(bytes);
     std::istringstream in(bytes);
     archive.load_from(in);
     c10::IValue text;

@@ -19,6 +19,22 @@ using dptrain::parallel::GradReducer;
 
 constexpr std::chrono::milliseconds kTimeout{20000};
 
+// Catch2's assertions are not thread-safe: the ranks' threads take turns making them.
+std::mutex& assertion_turn() {
+  static std::mutex turn;
+  return turn;
+}
+#define RANK_CHECK(...)                                  \
+  do {                                                   \
+    std::lock_guard<std::mutex> turn_(assertion_turn()); \
+    CHECK(__VA_ARGS__);                                  \
+  } while (false)
+#define RANK_REQUIRE(...)                                \
+  do {                                                   \
+    std::lock_guard<std::mutex> turn_(assertion_turn()); \
+    REQUIRE(__VA_ARGS__);                                \
+  } while (false)
+
 // Runs body(rank, communicator) on `world` threads; rethrows the first failure after joining.
 template <class Body>
 void run_ranks(int world, Body body) {
@@ -77,7 +93,7 @@ TEST_CASE("the reducer leaves the mean gradient over the ranks, one all-reduce p
     Communicator& comm = *owned;
     auto params = make_params();
     GradReducer reducer(params, comm, /*bucket_bytes=*/1000);
-    REQUIRE(reducer.buckets().size() == 2);
+    RANK_REQUIRE(reducer.buckets().size() == 2);
     for (int step = 0; step < 3; ++step) {
       for (auto& p : params) p.mutable_grad() = torch::Tensor();
       reducer.prepare_for_backward();
@@ -87,15 +103,15 @@ TEST_CASE("the reducer leaves the mean gradient over the ranks, one all-reduce p
       }
       loss.backward();
       // Both buckets were launched from the hooks, during backward.
-      CHECK(comm.all_reduces_launched() == 2 * (step + 1));
+      RANK_CHECK(comm.all_reduces_launched() == 2 * (step + 1));
       reducer.finish();
-      CHECK(comm.all_reduces_launched() == 2 * (step + 1));
+      RANK_CHECK(comm.all_reduces_launched() == 2 * (step + 1));
       for (size_t i = 0; i < params.size(); ++i) {
         torch::Tensor mean_x2 = torch::zeros_like(params[i]);
         for (int r = 0; r < kWorld; ++r) mean_x2 += input(r, i, params[i].numel()).pow(2);
         mean_x2 /= kWorld;
         const torch::Tensor expected = 2 * params[i].detach() * mean_x2;
-        CHECK(torch::allclose(params[i].grad(), expected, /*rtol=*/1e-6, /*atol=*/1e-6));
+        RANK_CHECK(torch::allclose(params[i].grad(), expected, /*rtol=*/1e-6, /*atol=*/1e-6));
       }
     }
   });
@@ -114,13 +130,13 @@ TEST_CASE("buckets launch in index order, and a parameter without a gradient cou
                          (params[1] * input(rank, 1, 50)).pow(2).sum();
     if (rank == 0) loss = loss + (params[3] * input(rank, 3, 10)).pow(2).sum();
     loss.backward();
-    CHECK(comm.all_reduces_launched() == 0);
+    RANK_CHECK(comm.all_reduces_launched() == 0);
     reducer.finish();
-    CHECK(comm.all_reduces_launched() == 2);
+    RANK_CHECK(comm.all_reduces_launched() == 2);
     // Parameter 3 had a gradient on rank 0 alone: the mean is half of rank 0's.
     const torch::Tensor rank0 = 2 * params[3].detach() * input(0, 3, 10).pow(2);
-    CHECK(torch::allclose(params[3].grad(), rank0 / 2, 1e-6, 1e-6));
-    CHECK(torch::equal(params[2].grad(), torch::zeros({200})));
+    RANK_CHECK(torch::allclose(params[3].grad(), rank0 / 2, 1e-6, 1e-6));
+    RANK_CHECK(torch::equal(params[2].grad(), torch::zeros({200})));
   });
 }
 
@@ -146,7 +162,7 @@ TEST_CASE("ddp starts every rank from rank 0's parameters and lists every rank's
     for (const auto& p : ddp->parameters()) {
       initial[static_cast<size_t>(rank)].push_back(p.detach().clone());
     }
-    CHECK(ddp->devices() == std::vector<torch::Device>(kWorld, torch::kCPU));
+    RANK_CHECK(ddp->devices() == std::vector<torch::Device>(kWorld, torch::kCPU));
   });
   REQUIRE(rank0_own.size() == 8);
   for (int r = 0; r < kWorld; ++r) {

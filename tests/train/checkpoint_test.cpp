@@ -276,6 +276,30 @@ TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (f
   }
 }
 
+TEST_CASE("a checkpoint with one byte changed is refused by its checksums (found by fuzzing)",
+          "[train][checkpoint]") {
+  // LibTorch checks no CRCs, and a changed byte in a TorchScript record crashed its importer;
+  // here a byte of the JSON record in data.pkl, changed in place.
+  TempDir dir;
+  Trainee lenet(1);
+  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
+                          lenet.sgd);
+  std::string bytes = core::read_text_file(dir / "whole.pt");
+  const size_t text = bytes.find("{\"best_weights\"");
+  REQUIRE(text != std::string::npos);
+  bytes[text + 2] = 'c';  // "cest_weights"
+  core::write_file_atomic(dir / "flipped.pt", bytes);
+  try {
+    train::read_checkpoint(dir / "flipped.pt", lenet_config(), lenet.backend, lenet.sgd);
+    FAIL("a damaged checkpoint was accepted");
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kIo);
+    CHECK_THAT(e.what(), ContainsSubstring("flipped.pt: not a readable dptrain checkpoint: a "
+                                           "damaged zip archive: record data.pkl does not match "
+                                           "its checksum"));
+  }
+}
+
 TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
           "[train][checkpoint]") {
   const config::Config config = lenet_config();
