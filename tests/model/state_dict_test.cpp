@@ -58,18 +58,21 @@ TEST_CASE("a state_dict survives encoding and decoding, names, order, dtypes and
 }
 
 TEST_CASE("an OrderedDict that Python's torch.save wrote is read with its values", "[model]") {
-  // tests/model/data/make_python_state_dict.py made the file with PyTorch 1.13.
-  const model::StateDict dict =
-      model::decode_state_dict(core::read_text_file(kFixtures / "python_state_dict.pt"));
-  REQUIRE(dict.size() == 4);
-  CHECK(dict[0].first == "weight");
-  CHECK(torch::equal(dict[0].second, torch::arange(6, torch::kFloat32).reshape({2, 3}) / 10));
-  CHECK(dict[1].first == "bias");
-  CHECK(torch::equal(dict[1].second, torch::tensor({-1.0f, 2.0f})));
-  CHECK(dict[2].first == "steps");
-  CHECK(torch::equal(dict[2].second, torch::tensor({int64_t{7}, int64_t{-3}})));
-  CHECK(dict[3].first == "transposed");
-  CHECK(torch::equal(dict[3].second, torch::arange(6, torch::kFloat64).reshape({2, 3}).t()));
+  // tests/model/data/make_python_state_dict.py made the files, with Debian's PyTorch 1.13 and
+  // trixie's 2.6 (whose archive adds byteorder and .data/serialization_id records).
+  for (const char* file : {"python_state_dict.pt", "python26_state_dict.pt"}) {
+    INFO(file);
+    const model::StateDict dict = model::decode_state_dict(core::read_text_file(kFixtures / file));
+    REQUIRE(dict.size() == 4);
+    CHECK(dict[0].first == "weight");
+    CHECK(torch::equal(dict[0].second, torch::arange(6, torch::kFloat32).reshape({2, 3}) / 10));
+    CHECK(dict[1].first == "bias");
+    CHECK(torch::equal(dict[1].second, torch::tensor({-1.0f, 2.0f})));
+    CHECK(dict[2].first == "steps");
+    CHECK(torch::equal(dict[2].second, torch::tensor({int64_t{7}, int64_t{-3}})));
+    CHECK(dict[3].first == "transposed");
+    CHECK(torch::equal(dict[3].second, torch::arange(6, torch::kFloat64).reshape({2, 3}).t()));
+  }
 }
 
 TEST_CASE("LeNet's parameters carry the names of d2l's nn.Sequential", "[model]") {

@@ -2,7 +2,9 @@
 torch.save(net.state_dict(), path) writes (an OrderedDict with _metadata), for a Linear(3, 2)
 with known values, plus an int64 buffer and a non-contiguous view to exercise strides.
 
-Run with Debian's PyTorch: /usr/bin/python3 make_python_state_dict.py
+Run with Debian 12's PyTorch 1.13 (/usr/bin/python3 make_python_state_dict.py) for
+python_state_dict.pt, and with trixie's 2.6 (in scripts/check_torch2.sh's chroot) for
+python26_state_dict.pt, renamed.
 """
 import collections
 
