@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/idx.h"
+#include "data/pil_resize.h"
 
 namespace dptrain::data {
 namespace {
@@ -76,23 +77,8 @@ InputImage read_picture(const std::filesystem::path& path, const std::string& by
 }  // namespace
 
 torch::Tensor to_model_input(const torch::Tensor& grey) {
-  torch::Tensor values = grey.to(torch::kFloat32);
-  if (grey.size(0) != kSide || grey.size(1) != kSide) {
-    namespace F = torch::nn::functional;
-    // As torchvision's Resize((28, 28)) on a PIL image: antialiased bilinear on the 8-bit
-    // values, rounded back to 8 bits before ToTensor divides.
-    values = F::interpolate(values.unsqueeze(0).unsqueeze(0),
-                            F::InterpolateFuncOptions()
-                                .size(std::vector<int64_t>{kSide, kSide})
-                                .mode(torch::kBilinear)
-                                .align_corners(false)
-                                .antialias(true))
-                 .squeeze(0)
-                 .squeeze(0)
-                 .round()
-                 .clamp(0, 255);
-  }
-  return (values / 255.0f).unsqueeze(0);
+  const torch::Tensor pixels = pil_bilinear_resize(grey, kSide, kSide);
+  return (pixels.to(torch::kFloat32) / 255.0f).unsqueeze(0);  // ToTensor
 }
 
 std::vector<InputImage> read_input_images(const std::filesystem::path& path,

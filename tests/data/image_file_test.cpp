@@ -1,0 +1,24 @@
+#include "data/image_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "support/catch.h"
+
+using namespace dptrain;
+
+TEST_CASE("PNG images become the pixels torchvision's Grayscale, Resize and ToTensor make",
+          "[data]") {
+  // tests/data/images/make_torchvision_pixels.py wrote the images and torchvision 0.14's pixels.
+  const std::filesystem::path dir = std::filesystem::path(DPTRAIN_SOURCE_DIR) / "tests/data/images";
+  const auto expected = nlohmann::json::parse(core::read_text_file(dir / "torchvision.json"));
+  for (const char* name : {"colour.png", "grey.png", "small.png"}) {
+    INFO(name);
+    const auto images = data::read_input_images(dir / name);
+    REQUIRE(images.size() == 1);
+    REQUIRE(images[0].image.sizes() == torch::IntArrayRef({1, 28, 28}));
+    const torch::Tensor ours = (images[0].image * 255).round().to(torch::kInt64).flatten();
+    const torch::Tensor theirs = torch::tensor(expected.at(name).get<std::vector<int64_t>>());
+    CHECK(torch::equal(ours, theirs));
+  }
+}
