@@ -98,9 +98,11 @@ TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp", "
   for (const std::string backend : {"single", "dp", "ddp"}) {
     DYNAMIC_SECTION(backend) {
       const std::string devices = backend == "single" ? "'[\"cpu\"]'" : "'[\"cpu\",\"cpu\"]'";
+      // 5 steps: equality needs no accuracy, and the suite runs this under ASan too.
       const auto run =
           train_short(dir, backend,
-                      " --set parallel.backend=" + backend + " --set parallel.devices=" + devices);
+                      " --set parallel.backend=" + backend + " --set parallel.devices=" + devices +
+                          " --set train.limit_train_batches=5");
       const auto summary = summary_of(run);
       const auto report = evaluate_json(dir, (run / "model.pt").string(),
                                         "--config " + (run / "config.json").string());
@@ -125,7 +127,9 @@ TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp", "
 TEST_CASE("evaluate reads checkpoints too, and --split val evaluates the held-out set",
           "[cli][model]") {
   TempDir dir;
-  const auto run = train_short(dir, "run", " --set parallel.devices=cpu --set data.val_split=0.1");
+  const auto run = train_short(
+      dir, "run",
+      " --set parallel.devices=cpu --set data.val_split=0.1 --set train.limit_train_batches=5");
   const std::string config = "--config " + (run / "config.json").string();
   const auto from_checkpoint =
       evaluate_json(dir, (run / "checkpoints/epoch-0001.pt").string(), config);
