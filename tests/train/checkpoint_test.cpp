@@ -71,6 +71,44 @@ train::Progress some_progress() {
   return p;
 }
 
+// Copies of a trainee's parameters now, to show later that a refused checkpoint changed none.
+std::vector<torch::Tensor> snapshot(Trainee& t) {
+  std::vector<torch::Tensor> copies;
+  for (const auto& p : t.backend.parameters()) copies.push_back(p.detach().clone());
+  return copies;
+}
+
+bool unchanged(Trainee& t, const std::vector<torch::Tensor>& copies) {
+  const auto now = t.backend.parameters();
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (!torch::equal(now[i], copies[i])) return false;
+  }
+  return now.size() == copies.size();
+}
+
+// A checkpoint of a fresh LeNet, written to dir/whole.pt and read back, for the tests that make
+// damaged copies of it.
+torch::serialize::InputArchive whole_checkpoint(const TempDir& dir) {
+  Trainee lenet(1);
+  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
+                          lenet.sgd);
+  torch::serialize::InputArchive whole;
+  whole.load_from((dir / "whole.pt").string());
+  return whole;
+}
+
+// The message of the I/O error that reading the checkpoint `path` into `into` must give.
+std::string refusal(const std::filesystem::path& path, Trainee& into) {
+  try {
+    train::read_checkpoint(path, lenet_config(), into.backend, into.sgd);
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kIo);
+    return e.what();
+  }
+  FAIL("a damaged checkpoint was accepted");
+  return {};
+}
+
 void touch(const std::filesystem::path& path) {
   core::write_file_atomic(path, "x");
 }
@@ -165,12 +203,8 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
 TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing (found by fuzzing)",
           "[train][checkpoint]") {
   TempDir dir;
-  Trainee lenet(1);
-  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
-                          lenet.sgd);
+  torch::serialize::InputArchive whole = whole_checkpoint(dir);
   // The same archive with "partial" gone from its record, as the fuzzer made it.
-  torch::serialize::InputArchive whole;
-  whole.load_from((dir / "whole.pt").string());
   c10::IValue text;
   whole.read("meta", text);
   nlohmann::json meta = nlohmann::json::parse(text.toStringRef());
@@ -180,18 +214,11 @@ TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing 
   damaged.save_to((dir / "damaged.pt").string());
 
   Trainee other(2);
-  const std::vector<torch::Tensor> before = other.backend.parameters();
-  std::vector<torch::Tensor> copies;
-  for (const auto& t : before) copies.push_back(t.detach().clone());
-  try {
-    train::read_checkpoint(dir / "damaged.pt", lenet_config(), other.backend, other.sgd);
-    FAIL("a damaged checkpoint was accepted");
-  } catch (const core::Error& e) {
-    CHECK(e.code() == core::ErrorCode::kIo);
-    CHECK_THAT(e.what(), Catch::Matchers::StartsWith((dir / "damaged.pt").string() +
-                                                     ": a damaged checkpoint record: "));
-  }
-  for (size_t i = 0; i < before.size(); ++i) CHECK(torch::equal(before[i], copies[i]));
+  const std::vector<torch::Tensor> copies = snapshot(other);
+  CHECK_THAT(refusal(dir / "damaged.pt", other),
+             Catch::Matchers::StartsWith((dir / "damaged.pt").string() +
+                                         ": a damaged checkpoint record: "));
+  CHECK(unchanged(other, copies));
 }
 
 TEST_CASE(
@@ -199,18 +226,14 @@ TEST_CASE(
     "(found by fuzzing)",
     "[train][checkpoint]") {
   TempDir dir;
-  Trainee lenet(1);
-  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
-                          lenet.sgd);
+  torch::serialize::InputArchive whole = whole_checkpoint(dir);
   // The record and the parameters whole, the optimizer's state empty: LibTorch's SGD::load threw
   // past read_checkpoint after the parameters had already been overwritten.
-  torch::serialize::InputArchive whole;
-  whole.load_from((dir / "whole.pt").string());
   torch::serialize::OutputArchive damaged;
   c10::IValue meta;
   whole.read("meta", meta);
   damaged.write("meta", meta);
-  for (size_t i = 0; i < lenet.backend.parameters().size(); ++i) {
+  for (size_t i = 0; i < 8; ++i) {  // LeNet's parameters
     torch::Tensor t;
     whole.read("param_" + std::to_string(i), t);
     damaged.write("param_" + std::to_string(i), t);
@@ -220,26 +243,18 @@ TEST_CASE(
   damaged.save_to((dir / "damaged.pt").string());
 
   Trainee other(2);
-  std::vector<torch::Tensor> copies;
-  for (const auto& t : other.backend.parameters()) copies.push_back(t.detach().clone());
-  try {
-    train::read_checkpoint(dir / "damaged.pt", lenet_config(), other.backend, other.sgd);
-    FAIL("a damaged checkpoint was accepted");
-  } catch (const core::Error& e) {
-    CHECK(e.code() == core::ErrorCode::kIo);
-    CHECK_THAT(e.what(), Catch::Matchers::StartsWith((dir / "damaged.pt").string() +
-                                                     ": a damaged checkpoint: "));
-  }
-  const auto after = other.backend.parameters();
-  for (size_t i = 0; i < after.size(); ++i) CHECK(torch::equal(after[i], copies[i]));
+  const std::vector<torch::Tensor> copies = snapshot(other);
+  CHECK_THAT(
+      refusal(dir / "damaged.pt", other),
+      Catch::Matchers::StartsWith((dir / "damaged.pt").string() + ": a damaged checkpoint: "));
+  CHECK(unchanged(other, copies));
 }
 
 TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (found by fuzzing)",
           "[train][checkpoint]") {
   TempDir dir;
+  whole_checkpoint(dir);
   Trainee lenet(1);
-  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
-                          lenet.sgd);
   // Copy the archive record by record, with the length of the record's JSON text in data.pkl
   // (BINUNICODE: 'X', 4 bytes of length, the text) set to 0xfffffffe, as the fuzzer did.
   // LibTorch's unpickler reserved that much before finding the stream too short.
@@ -265,15 +280,10 @@ TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (f
     writer.writeEndOfFile();
   }
   core::write_file_atomic(dir / "damaged.pt", damaged);
-  try {
-    train::read_checkpoint(dir / "damaged.pt", lenet_config(), lenet.backend, lenet.sgd);
-    FAIL("a damaged checkpoint was accepted");
-  } catch (const core::Error& e) {
-    CHECK(e.code() == core::ErrorCode::kIo);
-    CHECK_THAT(e.what(), ContainsSubstring("damaged.pt: not a readable dptrain checkpoint: the "
-                                           "pickle stream ends inside an operand of 4294967294 "
-                                           "bytes"));
-  }
+  CHECK_THAT(refusal(dir / "damaged.pt", lenet),
+             ContainsSubstring("damaged.pt: not a readable dptrain checkpoint: the "
+                               "pickle stream ends inside an operand of 4294967294 "
+                               "bytes"));
 }
 
 TEST_CASE("a checkpoint with one byte changed is refused by its checksums (found by fuzzing)",
@@ -281,23 +291,17 @@ TEST_CASE("a checkpoint with one byte changed is refused by its checksums (found
   // LibTorch checks no CRCs, and a changed byte in a TorchScript record crashed its importer;
   // here a byte of the JSON record in data.pkl, changed in place.
   TempDir dir;
+  whole_checkpoint(dir);
   Trainee lenet(1);
-  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
-                          lenet.sgd);
   std::string bytes = core::read_text_file(dir / "whole.pt");
   const size_t text = bytes.find("{\"best_weights\"");
   REQUIRE(text != std::string::npos);
   bytes[text + 2] = 'c';  // "cest_weights"
   core::write_file_atomic(dir / "flipped.pt", bytes);
-  try {
-    train::read_checkpoint(dir / "flipped.pt", lenet_config(), lenet.backend, lenet.sgd);
-    FAIL("a damaged checkpoint was accepted");
-  } catch (const core::Error& e) {
-    CHECK(e.code() == core::ErrorCode::kIo);
-    CHECK_THAT(e.what(), ContainsSubstring("flipped.pt: not a readable dptrain checkpoint: a "
-                                           "damaged zip archive: record data.pkl does not match "
-                                           "its checksum"));
-  }
+  CHECK_THAT(refusal(dir / "flipped.pt", lenet),
+             ContainsSubstring("flipped.pt: not a readable dptrain checkpoint: a "
+                               "damaged zip archive: record data.pkl does not match "
+                               "its checksum"));
 }
 
 TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
