@@ -15,6 +15,9 @@ int run_train(const cli::Command& command, const std::vector<std::string>& argv)
 int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv);
 int run_predict(const cli::Command& command);
 
+// A usage error (exit status 2) with its hint.
+[[noreturn]] void usage_error(const std::string& what, const std::string& hint);
+
 // The experiment the command names (its --config and --set), resolved.
 config::Config resolve(const cli::Command& command);
 

@@ -12,11 +12,11 @@
 #include "train/session.h"
 
 namespace dptrain::app {
-namespace {
-
-[[noreturn]] void usage_error(const std::string& what, const std::string& hint) {
+void usage_error(const std::string& what, const std::string& hint) {
   throw core::Error(core::ErrorCode::kUsage, what, hint);
 }
+
+namespace {
 
 int launch_ranks(const cli::Command& command, const config::Config& config, int local_ranks,
                  const std::vector<std::string>& argv) {

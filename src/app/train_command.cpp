@@ -17,10 +17,6 @@
 namespace dptrain::app {
 namespace {
 
-[[noreturn]] void usage_error(const std::string& what, const std::string& hint) {
-  throw core::Error(core::ErrorCode::kUsage, what, hint);
-}
-
 // The checkpoint --resume names: a file, or for "auto" the newest in the run's checkpoint folder
 // (none there: a fresh start, so that one command serves a job's first run and its requeues).
 std::optional<std::filesystem::path> resume_point(const cli::Command& command,
