@@ -13,13 +13,15 @@ namespace dptrain::config {
 
 enum class Dataset { kFashionMnist, kMnist };
 enum class DataPlacement { kAuto, kHost, kDevice };
-enum class OptimizerName { kSgd };
+enum class OptimizerName { kSgd, kAdam, kAdamw };
+enum class SchedulerName { kNone, kStep, kCosine, kOnecycle };
 enum class Backend { kSingle, kDp, kDdp };
 enum class DistBackend { kAuto, kNccl, kGloo };
 enum class Monitor { kValLoss, kValAcc, kTestLoss, kTestAcc, kTrainLoss };
 enum class MonitorMode { kAuto, kMin, kMax };
 enum class Precision { kFp32, kFp16, kBf16 };
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+enum class ProgressMode { kAuto, kOn, kOff };
 
 // ChoiceNames<E>::kNames: every value of E with its name, in the order the docs list them.
 template <typename E>
@@ -41,7 +43,16 @@ struct ChoiceNames<DataPlacement> {
 };
 template <>
 struct ChoiceNames<OptimizerName> {
-  static constexpr NameTable<OptimizerName, 1> kNames{{{OptimizerName::kSgd, "sgd"}}};
+  static constexpr NameTable<OptimizerName, 3> kNames{{{OptimizerName::kSgd, "sgd"},
+                                                       {OptimizerName::kAdam, "adam"},
+                                                       {OptimizerName::kAdamw, "adamw"}}};
+};
+template <>
+struct ChoiceNames<SchedulerName> {
+  static constexpr NameTable<SchedulerName, 4> kNames{{{SchedulerName::kNone, "none"},
+                                                       {SchedulerName::kStep, "step"},
+                                                       {SchedulerName::kCosine, "cosine"},
+                                                       {SchedulerName::kOnecycle, "onecycle"}}};
 };
 template <>
 struct ChoiceNames<Backend> {
@@ -79,6 +90,11 @@ struct ChoiceNames<LogLevel> {
                                                   {LogLevel::kWarn, "warn"},
                                                   {LogLevel::kError, "error"},
                                                   {LogLevel::kOff, "off"}}};
+};
+template <>
+struct ChoiceNames<ProgressMode> {
+  static constexpr NameTable<ProgressMode, 3> kNames{
+      {{ProgressMode::kAuto, "auto"}, {ProgressMode::kOn, "on"}, {ProgressMode::kOff, "off"}}};
 };
 
 template <typename E>

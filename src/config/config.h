@@ -33,15 +33,30 @@ struct ModelConfig {
 struct OptimizerConfig {
   OptimizerName name = OptimizerName::kSgd;
   double lr = 0.2;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
+  double momentum = 0.0;                     // sgd
+  bool nesterov = false;                     // sgd, with momentum
+  std::vector<double> betas = {0.9, 0.999};  // adam, adamw
+  double eps = 1e-8;                         // adam, adamw
+  double weight_decay = 0.0;                 // sgd, adam: L2 in the gradient; adamw: decoupled
   double grad_clip_norm = 0;  // clip the gradients' global L2 norm to this; 0: no clipping
+};
+
+// The learning rate as a function of the optimizer step (see optim/schedule.h).
+struct SchedulerConfig {
+  SchedulerName name = SchedulerName::kNone;
+  int64_t step_size = 1;      // step: optimizer steps between decays
+  double gamma = 0.1;         // step: the decay factor
+  double min_lr = 0;          // cosine: where it ends
+  int64_t warmup_steps = 0;   // linear warm-up, in optimizer steps ...
+  int64_t warmup_epochs = 0;  // ... or in epochs (not both)
 };
 
 struct TrainConfig {
   int64_t epochs = 10;
-  int64_t limit_train_batches = 0;  // 0: the whole training set each epoch
-  int64_t limit_eval_batches = 0;   // 0: the whole test set each evaluation
+  int64_t limit_train_batches = 0;      // 0: the whole training set each epoch
+  int64_t limit_eval_batches = 0;       // 0: the whole test set each evaluation
+  int64_t accumulate_grad_batches = 1;  // micro-batches summed into one optimizer step
+  int64_t max_steps = 0;                // stop after this many optimizer steps; 0: no limit
 };
 
 struct ParallelConfig {
@@ -81,7 +96,8 @@ struct RuntimeConfig {
 
 struct LogConfig {
   LogLevel level = LogLevel::kInfo;
-  int64_t every_steps = 0;  // a progress line every N training steps; 0: none
+  int64_t every_steps = 0;                      // a progress line every N training steps; 0: none
+  ProgressMode progress = ProgressMode::kAuto;  // auto: a live line when stdout is a terminal
 };
 
 struct Config {
@@ -90,6 +106,7 @@ struct Config {
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
   TrainConfig train;
   ParallelConfig parallel;
   EarlyStoppingConfig early_stopping;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <tuple>
+#include <utility>
 
 #include "config/checker.h"
 #include "config/json_merge.h"
@@ -109,6 +111,56 @@ void check_early_stopping(const Checker& check, const EarlyStoppingConfig& e, bo
   }
 }
 
+// Keys of one optimizer or schedule set away from their defaults while another is chosen: a
+// mistake, not a no-op. (Their defaults pass: a run's config.json spells out every key.)
+void check_optimizer(const Checker& check, const OptimizerConfig& o) {
+  const OptimizerConfig defaults;
+  const std::string chosen = "optimizer.name is \"" + name_of(o.name) + "\"";
+  if (o.name == OptimizerName::kSgd) {
+    const std::pair<const char*, bool> adam_keys[] = {
+        {"optimizer.betas", o.betas != defaults.betas}, {"optimizer.eps", o.eps != defaults.eps}};
+    for (const auto& [key, set] : adam_keys) {
+      if (set) {
+        check.fail(key, "applies to adam and adamw, but " + chosen,
+                   "remove it, or set optimizer.name to adam or adamw");
+      }
+    }
+  } else {
+    const std::pair<const char*, bool> sgd_keys[] = {{"optimizer.momentum", o.momentum != 0},
+                                                     {"optimizer.nesterov", o.nesterov}};
+    for (const auto& [key, set] : sgd_keys) {
+      if (set) {
+        check.fail(key, "applies to sgd, but " + chosen,
+                   "remove it (Adam's momentum is optimizer.betas), or use sgd");
+      }
+    }
+  }
+  if (o.nesterov && o.momentum <= 0) {
+    check.fail("optimizer.nesterov",
+               "Nesterov momentum needs a momentum, but optimizer.momentum is 0",
+               "set optimizer.momentum (0.9 is usual), or nesterov false");
+  }
+}
+
+void check_scheduler(const Checker& check, const SchedulerConfig& s) {
+  const SchedulerConfig defaults;
+  const std::string chosen = "scheduler.name is \"" + name_of(s.name) + "\"";
+  const std::tuple<const char*, SchedulerName, bool> owned[] = {
+      {"scheduler.step_size", SchedulerName::kStep, s.step_size != defaults.step_size},
+      {"scheduler.gamma", SchedulerName::kStep, s.gamma != defaults.gamma},
+      {"scheduler.min_lr", SchedulerName::kCosine, s.min_lr != defaults.min_lr}};
+  for (const auto& [key, owner, set] : owned) {
+    if (set && s.name != owner) {
+      check.fail(key, "applies to scheduler \"" + name_of(owner) + "\", but " + chosen,
+                 "remove it, or set scheduler.name to " + name_of(owner));
+    }
+  }
+  if (s.warmup_steps > 0 && s.warmup_epochs > 0) {
+    check.fail("scheduler.warmup_epochs", "and scheduler.warmup_steps are both set",
+               "give the warm-up in steps or in epochs, not both");
+  }
+}
+
 // Every key through its declaration (type and range), then the checks that span several keys.
 Config from_tree(const json& tree, const KeySources& sources,
                  const std::vector<std::string>& model_names) {
@@ -117,6 +169,8 @@ Config from_tree(const json& tree, const KeySources& sources,
   for (const auto& key : schema()) key.set(tree.at(key_pointer(key.path)), c, check);
   check_devices(check, c.parallel);
   check_early_stopping(check, c.early_stopping, c.checkpoint.save_best, c.data.val_split);
+  check_optimizer(check, c.optimizer);
+  check_scheduler(check, c.scheduler);
   return c;
 }
 

@@ -133,6 +133,30 @@ KeySpec strings(const char* path, Field field, std::string allowed, std::string 
           }};
 }
 
+// Two numbers, each in [0, 1): Adam's betas.
+template <typename Field>
+KeySpec unit_pair(const char* path, Field field, std::string doc) {
+  return {path,
+          "list of numbers",
+          "two numbers, each in [0, 1)",
+          std::move(doc),
+          [field](const Config& c) { return json(field(c)); },
+          [field, path = std::string(path)](const json& v, Config& c, const Checker& check) {
+            const auto values = v.get<std::vector<double>>();
+            if (values.size() != 2) {
+              check.fail(path, "must hold two numbers, got " + std::to_string(values.size()),
+                         "PyTorch's default is [0.9, 0.999]");
+            }
+            for (const double b : values) {
+              if (!(b >= 0 && b < 1)) {  // nan fails too
+                check.fail(path, "each must be in [0, 1), got " + number_text(b),
+                           "PyTorch's default is [0.9, 0.999]");
+              }
+            }
+            field(c) = values;
+          }};
+}
+
 // Beyond these a typo is likelier than a need: each worker is a thread, each prefetched batch a
 // buffer (pinned memory, with pin_memory).
 constexpr int64_t kMaxWorkers = 64;
@@ -175,9 +199,15 @@ std::vector<KeySpec> model_and_optimizer_keys() {
       choice(KEY(optimizer.name), "the optimizer"),
       number(KEY(optimizer.lr), {0, false, std::nullopt, "d2l uses 0.2"}, "learning rate"),
       number(KEY(optimizer.momentum), {0, true, 1.0, "0 is plain SGD, 0.9 is usual"},
-             "SGD momentum"),
+             "sgd: momentum"),
+      boolean(KEY(optimizer.nesterov), "sgd: Nesterov momentum (needs `optimizer.momentum` > 0)"),
+      unit_pair(KEY(optimizer.betas),
+                "adam, adamw: decay rates of the gradient's running mean and square"),
+      number(KEY(optimizer.eps), {0, false, std::nullopt, "PyTorch's default is 1e-8"},
+             "adam, adamw: added to the denominator"),
       number(KEY(optimizer.weight_decay), {0, true, std::nullopt, "0 disables weight decay"},
-             "L2 penalty added to the gradients"),
+             "sgd, adam: L2 penalty added to the gradients; adamw: decoupled decay (PyTorch's "
+             "AdamW default is 0.01)"),
       number(KEY(optimizer.grad_clip_norm),
              {0, true, std::nullopt, "0 turns clipping off; 1.0 is usual"},
              "clip the gradients' global L2 norm to this (after unscaling under fp16); 0: no "
@@ -185,9 +215,31 @@ std::vector<KeySpec> model_and_optimizer_keys() {
   };
 }
 
+std::vector<KeySpec> scheduler_keys() {
+  return {
+      choice(KEY(scheduler.name),
+             "the learning-rate schedule, stepped per optimizer step; see "
+             "[Optimizers and schedules](#optimizers-and-schedules)"),
+      integer(KEY(scheduler.step_size), 1, "step: optimizer steps between decays"),
+      number(KEY(scheduler.gamma), {0, false, std::nullopt, "0.1 divides the rate by 10"},
+             "step: the factor of each decay"),
+      number(KEY(scheduler.min_lr), {0, true, std::nullopt, "0 anneals to zero"},
+             "cosine: the rate it anneals to"),
+      integer(KEY(scheduler.warmup_steps), 0,
+              "linear warm-up over this many optimizer steps (onecycle: its rising phase)"),
+      integer(KEY(scheduler.warmup_epochs), 0, "the warm-up in epochs instead of steps"),
+  };
+}
+
 std::vector<KeySpec> train_and_parallel_keys() {
   return {
       integer(KEY(train.epochs), 1, "passes over the training set"),
+      integer(KEY(train.accumulate_grad_batches), 1,
+              "micro-batches (of `data.batch_size`) whose gradients are summed into one "
+              "optimizer step"),
+      integer(KEY(train.max_steps), 0,
+              "stop after this many optimizer steps, or after `train.epochs`, whichever comes "
+              "first; 0: no limit"),
       integer(KEY(train.limit_train_batches), 0, "stop each epoch after this many batches; 0: all"),
       integer(KEY(train.limit_eval_batches), 0, "evaluate on this many test batches; 0: all"),
       choice(KEY(parallel.backend),
@@ -244,8 +296,8 @@ std::vector<KeySpec> all_keys() {
       integer(KEY(seed), std::numeric_limits<int64_t>::min(),
               "initial weights and the per-epoch shuffle (`randperm` seeded with seed + epoch)"),
   };
-  for (auto part : {data_keys(), model_and_optimizer_keys(), train_and_parallel_keys(),
-                    early_stopping_and_checkpoint_keys()}) {
+  for (auto part : {data_keys(), model_and_optimizer_keys(), scheduler_keys(),
+                    train_and_parallel_keys(), early_stopping_and_checkpoint_keys()}) {
     for (auto& k : part) keys.push_back(std::move(k));
   }
   keys.push_back(choice(KEY(precision),
@@ -256,7 +308,10 @@ std::vector<KeySpec> all_keys() {
                          "every core, shared out between the ranks on a machine and the CPU "
                          "replicas in a process"));
   keys.push_back(choice(KEY(log.level), "the least severe log messages shown"));
-  keys.push_back(integer(KEY(log.every_steps), 0, "a progress line every N steps; 0: none"));
+  keys.push_back(integer(KEY(log.every_steps), 0, "a log line every N optimizer steps; 0: none"));
+  keys.push_back(choice(KEY(log.progress),
+                        "a live progress line for the running epoch on rank 0; `auto`: when "
+                        "stdout is a terminal"));
   return keys;
 }
 

@@ -27,9 +27,14 @@ class Backend {
   virtual std::vector<torch::Tensor> parameters() = 0;
   virtual void set_training(bool training) = 0;
 
+  // Whether the backward of the coming training forward completes the step's gradients (true), or
+  // only adds to them locally, one micro-batch of several accumulated (DDP's no_sync): ddp then
+  // communicates once per optimizer step. Backends that do not communicate ignore it.
+  virtual void set_gradient_sync(bool /*sync*/) {}
   // Logits for a batch already on input_device().
   virtual torch::Tensor forward(const torch::Tensor& input) = 0;
-  // After backward: leaves the step's gradient in parameters()' .grad on every rank.
+  // After each backward: leaves the gradients summed so far in parameters()' .grad on every rank,
+  // reduced over the ranks when the backward was synced (see set_gradient_sync).
   virtual void synchronize_gradients() = 0;
   // Sums each value over the ranks, in place (metrics and evaluation counts).
   virtual void all_reduce_sum(std::vector<double>& values) = 0;

@@ -37,7 +37,14 @@ void DistributedDataParallel::set_training(bool training) {
 }
 
 torch::Tensor DistributedDataParallel::forward(const torch::Tensor& input) {
-  if (training_ && torch::GradMode::is_enabled()) reducer_->prepare_for_backward();
+  if (training_ && torch::GradMode::is_enabled()) {
+    if (sync_) {
+      reducer_->prepare_for_backward(/*include_accumulated=*/unsynced_gradients_);
+      unsynced_gradients_ = false;
+    } else {
+      unsynced_gradients_ = true;  // the hooks stay disarmed: autograd adds into .grad alone
+    }
+  }
   return model_.forward(input);
 }
 

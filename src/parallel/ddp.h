@@ -25,6 +25,7 @@ class DistributedDataParallel : public Backend {
 
   std::vector<torch::Tensor> parameters() override { return model_.ptr()->parameters(); }
   void set_training(bool training) override;
+  void set_gradient_sync(bool sync) override { sync_ = sync; }
   torch::Tensor forward(const torch::Tensor& input) override;
   void synchronize_gradients() override { reducer_->finish(); }
   void all_reduce_sum(std::vector<double>& values) override;
@@ -39,6 +40,9 @@ class DistributedDataParallel : public Backend {
   std::unique_ptr<GradReducer> reducer_;
   std::vector<torch::Device> all_devices_;
   bool training_ = true;
+  bool sync_ = true;
+  // Whether .grad holds micro-batches' gradients that no all-reduce has taken in yet.
+  bool unsynced_gradients_ = false;
 };
 
 }  // namespace dptrain::parallel

@@ -62,7 +62,8 @@ GradReducer::~GradReducer() {
   for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
 }
 
-void GradReducer::prepare_for_backward() {
+void GradReducer::prepare_for_backward(bool include_accumulated) {
+  include_accumulated_ = include_accumulated;
   ready_.assign(params_.size(), false);
   missing_.clear();
   for (const auto& b : buckets_) missing_.push_back(b.params.size());
@@ -74,10 +75,20 @@ void GradReducer::prepare_for_backward() {
 void GradReducer::on_gradient(size_t param, const torch::Tensor& grad) {
   if (!armed_ || ready_[param]) return;  // a backward outside training steps is not reduced
   ready_[param] = true;
-  Bucket& bucket = buckets_[bucket_of_[param]];
-  const size_t slot = slot_of_[param];
-  bucket.flat.narrow(0, bucket.offsets[slot], params_[param].numel()).copy_(grad.reshape({-1}));
+  torch::Tensor slot = slot_view(param);
+  const torch::Tensor& accumulated = params_[param].grad();
+  if (include_accumulated_ && accumulated.defined()) {
+    // In AccumulateGrad's order, .grad + new, as single-device accumulation sums them.
+    torch::add_out(slot, accumulated.reshape({-1}), grad.reshape({-1}));
+  } else {
+    slot.copy_(grad.reshape({-1}));
+  }
   if (--missing_[bucket_of_[param]] == 0) launch_ready_buckets();
+}
+
+torch::Tensor GradReducer::slot_view(size_t param) {
+  Bucket& bucket = buckets_[bucket_of_[param]];
+  return bucket.flat.narrow(0, bucket.offsets[slot_of_[param]], params_[param].numel());
 }
 
 void GradReducer::launch_ready_buckets() {
@@ -98,9 +109,15 @@ void GradReducer::finish() {
   torch::NoGradGuard no_grad;
   for (size_t b = next_launch_; b < buckets_.size(); ++b) {
     Bucket& bucket = buckets_[b];
-    for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
-      const size_t p = bucket.params[slot];
-      if (!ready_[p]) bucket.flat.narrow(0, bucket.offsets[slot], params_[p].numel()).zero_();
+    for (const size_t p : bucket.params) {
+      if (ready_[p]) continue;
+      // No gradient from this backward: what earlier micro-batches left, or zero.
+      const torch::Tensor& accumulated = params_[p].grad();
+      if (include_accumulated_ && accumulated.defined()) {
+        slot_view(p).copy_(accumulated.reshape({-1}));
+      } else {
+        slot_view(p).zero_();
+      }
     }
     missing_[b] = 0;
   }

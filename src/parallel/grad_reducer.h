@@ -4,6 +4,8 @@
 // and a bucket whose gradients are all in is all-reduced at once, asynchronously, while backward
 // goes on. Buckets are launched strictly in index order, so every rank issues the same sequence of
 // collectives whatever order its hooks fire in. finish() waits and writes the averages to .grad.
+// Gradient accumulation (DDP's no_sync): backwards outside prepare_for_backward() add into .grad
+// unreduced; the next reduced backward then reduces .grad plus its own gradient, in one go.
 #pragma once
 
 #include <torch/torch.h>
@@ -31,8 +33,9 @@ class GradReducer {
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
 
-  // Before each forward whose backward is to be reduced.
-  void prepare_for_backward();
+  // Before each forward whose backward is to be reduced; `include_accumulated`: the parameters'
+  // .grad holds earlier unreduced micro-batches' gradients, to be summed in before the reduction.
+  void prepare_for_backward(bool include_accumulated = false);
   // After backward: launches any bucket still waiting (a parameter that got no gradient this step
   // counts as zero, the same on every rank), waits for all, and leaves in every parameter's .grad
   // the mean over the ranks of this backward's gradient.
@@ -47,6 +50,8 @@ class GradReducer {
   void on_gradient(size_t param, const torch::Tensor& grad);
   void launch_ready_buckets();
   void launch(size_t bucket);
+  // The part of its bucket that parameter `param` occupies.
+  torch::Tensor slot_view(size_t param);
 
   std::vector<torch::Tensor> params_;
   dist::Communicator& comm_;
@@ -61,6 +66,7 @@ class GradReducer {
   size_t next_launch_ = 0;
   std::vector<dist::Communicator::Pending> pending_;
   bool armed_ = false;
+  bool include_accumulated_ = false;
   double wait_seconds_ = 0;
 };
 

@@ -137,6 +137,7 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
       {"config", config::to_json(config)},
       {"epoch", progress.epoch},
       {"steps_done", progress.steps_done},
+      {"global_step", progress.global_step},
       {"partial", to_json(progress.partial)},
       {"epochs", epochs},
       {"early_stopping",
@@ -171,6 +172,10 @@ Progress progress_of(const json& meta) {
   p.steps_done = meta.at("steps_done").get<int64_t>();
   p.partial = training_sums_from_json(meta.at("partial"));
   for (const auto& m : meta.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
+  // Checkpoints from before gradient accumulation took one optimizer step per batch.
+  int64_t batches = p.steps_done;
+  for (const auto& m : p.epochs) batches += m.steps;
+  p.global_step = meta.value("global_step", batches);
   const json& es = meta.at("early_stopping");
   p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
                       es.at("without_improvement").get<int64_t>()};
@@ -290,11 +295,11 @@ std::filesystem::path Checkpointer::save(const std::string& name, const Progress
   return path;
 }
 
-void Checkpointer::after_epoch(int64_t epoch, bool improved, const Progress& progress,
+void Checkpointer::after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,
                                parallel::Backend& backend,
                                const torch::optim::Optimizer& optimizer) {
   const int64_t every = config_.checkpoint.every_epochs;
-  if (every > 0 && (epoch % every == 0 || epoch == config_.train.epochs)) {
+  if (every > 0 && (epoch % every == 0 || epoch == config_.train.epochs || last)) {
     save(checkpoint_name(epoch, 0), progress, backend, optimizer);
     if (writer_) prune_checkpoints(dir_, config_.checkpoint.keep_last);
   }

@@ -24,7 +24,8 @@ namespace dptrain::train {
 // Where training stands, besides the tensors the backend and optimizer own.
 struct Progress {
   int64_t epoch = 0;                 // the epoch under way or next (0-based)
-  int64_t steps_done = 0;            // its steps already taken (non-zero after a preemption)
+  int64_t steps_done = 0;            // its batches already taken (non-zero after a preemption)
+  int64_t global_step = 0;           // optimizer steps taken since the run began
   TrainingSums partial;              // those steps' sums over every rank
   std::vector<EpochMetrics> epochs;  // the finished epochs' records
   EarlyStopping::State early_stopping;
@@ -63,8 +64,9 @@ class Checkpointer {
   // Writes `name` in the checkpoint folder now; returns its path.
   std::filesystem::path save(const std::string& name, const Progress& progress,
                              parallel::Backend& backend, const torch::optim::Optimizer& optimizer);
-  // After the evaluation of `epoch` (1-based), with `progress` pointing at the next one.
-  void after_epoch(int64_t epoch, bool improved, const Progress& progress,
+  // After the evaluation of `epoch` (1-based), with `progress` pointing at the next one; `last`:
+  // the run ends there although epochs remain (train.max_steps).
+  void after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,
                    parallel::Backend& backend, const torch::optim::Optimizer& optimizer);
 
  private:

@@ -20,6 +20,8 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"comm_wait_sec", m.comm_wait_sec},
                       {"train_samples", m.train_samples},
                       {"steps", m.steps},
+                      {"global_step", m.global_step},
+                      {"lr", m.lr},
                       {"skipped_steps", m.skipped_steps},
                       {"loss_scale", m.loss_scale},
                       {"samples_per_sec", m.samples_per_sec()}};
@@ -59,6 +61,8 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.comm_wait_sec = number(j, "comm_wait_sec");
   m.train_samples = j.at("train_samples").get<int64_t>();
   m.steps = j.at("steps").get<int64_t>();
+  m.global_step = j.value("global_step", int64_t{0});  // absent before gradient accumulation
+  m.lr = j.value("lr", 0.0);
   m.skipped_steps = j.value("skipped_steps", int64_t{0});
   m.loss_scale = j.value("loss_scale", 0.0);
   return m;

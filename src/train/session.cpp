@@ -10,8 +10,10 @@
 #include "data/locate.h"
 #include "model/registry.h"
 #include "model/state_dict.h"
+#include "optim/optimizer.h"
 #include "parallel/factory.h"
 #include "train/precision.h"
+#include "train/step.h"
 
 namespace dptrain::train {
 
@@ -50,14 +52,6 @@ void apply_runtime(const config::Config& config, const dist::RankInfo& rank) {
                           ? static_cast<int>(config.runtime.threads)
                           : cores / cpu_compute_threads(config.parallel, rank);
   torch::set_num_threads(std::max(1, threads));
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const config::OptimizerConfig& c,
-                                                        std::vector<torch::Tensor> params) {
-  // config validation admits "sgd" alone for now.
-  return std::make_unique<torch::optim::SGD>(
-      std::move(params),
-      torch::optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
 }
 
 // The loader keys that do nothing with this placement and device, said once instead of ignored.
@@ -139,6 +133,25 @@ void attach_loaders(const config::Config& config, Session& s) {
   s.test_loader = eval_loader(splits.test);
 }
 
+// The run's optimizer steps and the learning rate of each, once the epoch's batches are known.
+void plan_steps(const config::Config& config, Session& s) {
+  s.accumulate = config.train.accumulate_grad_batches;
+  const int64_t per_epoch =
+      optimizer_steps_per_epoch(s.train_loader->batches_per_epoch(), s.accumulate);
+  s.total_steps = per_epoch * config.train.epochs;
+  if (config.train.max_steps > 0) s.total_steps = std::min(s.total_steps, config.train.max_steps);
+  s.schedule.emplace(config.scheduler, config.optimizer.lr, s.total_steps, per_epoch);
+  const int64_t per_rank = per_rank_batch(config.data.batch_size, s.backend->world_size());
+  const std::string split =
+      s.accumulate == 1 ? fmt::format("{} per rank", per_rank)
+                        : fmt::format("{} per rank and micro-batch, {} micro-batches accumulated",
+                                      per_rank, s.accumulate);
+  spdlog::info("optimizer {}: {} steps of {} samples ({}), schedule {}",
+               config::name_of(config.optimizer.name), s.total_steps,
+               config.data.batch_size * s.accumulate, split,
+               config::name_of(config.scheduler.name));
+}
+
 }  // namespace
 
 Session build_session(const config::Config& config, const dist::RankInfo& rank) {
@@ -149,7 +162,7 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   torch::nn::AnyModule model = model::make_model(config.model);
   s.parameter_specs = model::parameter_specs(*model.ptr());
   s.backend = parallel::make_backend(config.parallel, std::move(model), rank);
-  s.optimizer = make_optimizer(config.optimizer, s.backend->parameters());
+  s.optimizer = optim::make_optimizer(config.optimizer, s.backend->parameters());
   check_precision_devices(config.precision, s.backend->devices());
   s.autocast = autocast_dtype(config.precision);
   s.scaler =
@@ -157,6 +170,7 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
 
   attach_loaders(config, s);
+  plan_steps(config, s);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "data/loader.h"
 #include "dist/rendezvous.h"
 #include "model/state_dict.h"
+#include "optim/schedule.h"
 #include "parallel/backend.h"
 #include "train/grad_scaler.h"
 
@@ -22,6 +23,9 @@ struct Session {
   // The model's parameters by name, in the order of backend->parameters() (model.pt's keys).
   std::vector<model::ParameterSpec> parameter_specs;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::optional<optim::LearningRateSchedule> schedule;  // set once the loaders are known
+  int64_t accumulate = 1;                               // micro-batches per optimizer step
+  int64_t total_steps = 0;  // optimizer steps of the whole run (epochs and max_steps)
   std::optional<at::ScalarType> autocast;                   // none: fp32
   GradScaler scaler{GradScalerOptions{/*enabled=*/false}};  // fp16 only
   double grad_clip_norm = 0;

@@ -18,16 +18,16 @@
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
 #include "train/grad_scaler.h"
+#include "train/live_progress.h"
 #include "train/model_file.h"
 #include "train/parameters.h"
 #include "train/precision.h"
 #include "train/report.h"
+#include "train/step.h"
 
 namespace dptrain::train {
 
 namespace {
-
-namespace F = torch::nn::functional;
 
 // ddp ranks vote on a preemption every this many steps: a vote is an all-reduce that waits for
 // the device, too costly for every step on a GPU. Alone (single, dp) the flag is read every step.
@@ -58,34 +58,6 @@ std::string where_in_epoch(int64_t epoch, int64_t step, int64_t steps) {
          std::to_string(steps);
 }
 
-// One optimizer step in nanoGPT's order: zero, forward under autocast, scaled backward, the
-// gradients complete (all-reduced, or summed over the replicas), unscale, clip, step unless
-// inf/nan, rescale. Adds the batch's loss and hits to `device_sums`; false if the step was skipped.
-bool train_step(Session& s, const data::Batch& batch, const std::vector<torch::Tensor>& params,
-                DeviceSums& device_sums, torch::Tensor& loss) {
-  parallel::Backend& backend = *s.backend;
-  s.optimizer->zero_grad();
-  torch::Tensor logits;
-  {
-    const AutocastScope autocast(backend.devices(), s.autocast);
-    logits = backend.forward(batch.images);
-    loss = F::cross_entropy(logits, batch.labels);
-  }
-  s.scaler.scale_loss(loss).backward();
-  backend.synchronize_gradients();
-  if (s.grad_clip_norm > 0) {
-    s.scaler.unscale(params);
-    torch::nn::utils::clip_grad_norm_(params, s.grad_clip_norm);
-  }
-  const bool stepped = s.scaler.step(*s.optimizer, params);
-  s.scaler.update();
-
-  torch::NoGradGuard no_grad;
-  device_sums.loss += loss.detach().to(torch::kFloat64) * batch.size();
-  device_sums.correct += logits.argmax(1).eq(batch.labels).sum();
-  return stepped;
-}
-
 // Sums the ranks' figures; the means of a finished epoch, or the sums of a preempted one.
 void reduce_epoch(parallel::Backend& backend, const DeviceSums& device_sums, EpochOutcome& out) {
   std::vector<double> totals = {device_sums.loss.item<double>(),
@@ -105,8 +77,51 @@ void reduce_epoch(parallel::Backend& backend, const DeviceSums& device_sums, Epo
   }
 }
 
-// One pass over the training set, or the rest of one that a preemption cut short (`resume`).
-EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Progress* resume) {
+// What an epoch needs to know of the run around it.
+struct EpochPlan {
+  int64_t epoch = 0;   // 0-based
+  int64_t epochs = 0;  // train.epochs
+  int64_t log_every = 0;
+  int64_t max_steps = 0;  // 0: no limit
+  LiveProgress* live = nullptr;
+};
+
+void add_to_sums(DeviceSums& sums, const MicroBatchOutput& mb, const data::Batch& batch) {
+  torch::NoGradGuard no_grad;
+  sums.loss += mb.loss.detach().to(torch::kFloat64) * batch.size();
+  sums.correct += mb.logits.argmax(1).eq(batch.labels).sum();
+}
+
+// The log line every log.every_steps optimizer steps, and the live line when it is due.
+// `fresh`: the samples this rank trained on since `timer` started (a resumption's are not).
+void report_step(const EpochPlan& plan, const EpochOutcome& out, int64_t steps, int64_t global_step,
+                 const MicroBatchOutput& mb, const DeviceSums& sums, int64_t fresh,
+                 const core::Stopwatch& timer) {
+  const EpochMetrics& m = out.m;
+  if (plan.log_every > 0 && global_step % plan.log_every == 0) {
+    if (plan.live) plan.live->clear();  // the log goes to the same terminal, on stderr
+    spdlog::info("epoch {} step {}/{} loss {:.4f} lr {:.4g}", m.epoch, m.steps, steps,
+                 mb.loss.item<double>(), m.lr);
+  }
+  if (plan.live == nullptr || !plan.live->due()) return;
+  ProgressFigures f;
+  f.epoch = m.epoch;
+  f.epochs = plan.epochs;
+  f.step = m.steps;
+  f.steps = steps;
+  f.samples = fresh;
+  // Rank 0's sums: its own samples, and a resumed epoch's from every rank.
+  f.loss =
+      out.sums.samples > 0 ? sums.loss.item<double>() / static_cast<double>(out.sums.samples) : 0;
+  f.lr = m.lr;
+  f.elapsed_sec = timer.seconds();
+  plan.live->update(f);
+}
+
+// One pass over the training set, or the rest of one that a preemption cut short (`resume`), in
+// optimizer steps of s.accumulate batches; `global_step` counts the run's optimizer steps.
+EpochOutcome train_epoch(Session& s, const EpochPlan& plan, const Progress* resume,
+                         int64_t& global_step) {
   parallel::Backend& backend = *s.backend;
   const double waited_before = backend.communication_wait_seconds();
   const auto options = torch::TensorOptions().device(backend.input_device());
@@ -114,9 +129,9 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
                          torch::zeros({}, options.dtype(torch::kInt64))};
   EpochOutcome out;
   EpochMetrics& m = out.m;
-  m.epoch = epoch + 1;
+  m.epoch = plan.epoch + 1;
   if (resume) {
-    m.steps = resume->steps_done;
+    m.steps = resume->steps_done;  // a step boundary: checkpoints are taken at one
     out.sums = resume->partial;
     // The checkpoint holds the sums over every rank; rank 0 carries them on alone.
     if (backend.rank() != 0) out.sums.loss = out.sums.correct = out.sums.samples = 0;
@@ -124,30 +139,41 @@ EpochOutcome train_epoch(Session& s, int64_t epoch, int64_t log_every, const Pro
     device_sums.correct.fill_(out.sums.correct);
   }
   const int64_t steps = s.train_loader->batches_per_epoch();
+  const int64_t local_before = out.sums.samples;
 
   backend.set_training(true);
-  s.train_loader->start_epoch(epoch);
+  s.train_loader->start_epoch(plan.epoch);
   for (int64_t k = 0; k < m.steps; ++k) s.train_loader->next();  // trained on before the stop
   core::Stopwatch timer;
   const std::vector<torch::Tensor> params = backend.parameters();
   while (auto batch = s.train_loader->next()) {
-    torch::Tensor loss;
-    if (!train_step(s, *batch, params, device_sums, loss)) ++out.sums.skipped_steps;
+    const int64_t index = m.steps % s.accumulate;
+    const int64_t group = group_size(m.steps - index, steps, s.accumulate);
+    const MicroBatchOutput mb =
+        accumulate_micro_batch(s, batch->images, batch->labels, index, group);
+    add_to_sums(device_sums, mb, *batch);
     out.sums.samples += batch->size();
     ++m.steps;
     core::throw_if_interrupted(where_in_epoch(m.epoch, m.steps, steps));
-    if (log_every > 0 && m.steps % log_every == 0) {
-      spdlog::info("epoch {} step {}/{} loss {:.4f}", m.epoch, m.steps, steps, loss.item<double>());
-    }
-    if ((backend.world_size() == 1 || m.steps % kPreemptionPollSteps == 0) &&
+    if (index + 1 < group) continue;
+
+    m.lr = s.schedule->at(global_step);
+    if (!take_optimizer_step(s, params, m.lr)) ++out.sums.skipped_steps;
+    ++global_step;
+    report_step(plan, out, steps, global_step, mb, device_sums, out.sums.samples - local_before,
+                timer);
+    if (plan.max_steps > 0 && global_step >= plan.max_steps) break;
+    if ((backend.world_size() == 1 || global_step % kPreemptionPollSteps == 0) &&
         all_want_to_preempt(backend)) {
       out.preempted = true;
       break;
     }
   }
+  if (plan.live) plan.live->clear();
   parallel::synchronize(backend.input_device());
   out.sums.train_sec += timer.seconds();
   m.comm_wait_sec = backend.communication_wait_seconds() - waited_before;
+  m.global_step = global_step;
   if (s.scaler.enabled()) m.loss_scale = s.scaler.scale();
   reduce_epoch(backend, device_sums, out);
   return out;
@@ -196,7 +222,8 @@ class RunLoop {
         writer_(s_.backend->rank() == 0),
         devices_(parallel::format_devices(s_.backend->devices())),
         watcher_(config.early_stopping, config.checkpoint.save_best),
-        checkpoints_(config, checkpoint_dir(config, output_dir), writer_) {
+        checkpoints_(config, checkpoint_dir(config, output_dir), writer_),
+        live_(console, writer_ && progress_wanted(config.log.progress)) {
     if (writer_) {
       core::write_file_atomic(output_dir / "config.json", config::to_json(config).dump(2) + "\n");
     }
@@ -210,8 +237,9 @@ class RunLoop {
     result_.epochs = start_.epochs;
     watcher_.restore(start_.early_stopping, start_.best_weights);
     s_.scaler.restore(start_.scaler);
-    spdlog::info("resumed from {}: epoch {}, step {}", path.string(), start_.epoch + 1,
-                 start_.steps_done);
+    global_step_ = start_.global_step;
+    spdlog::info("resumed from {}: epoch {}, step {} (optimizer step {})", path.string(),
+                 start_.epoch + 1, start_.steps_done, global_step_);
   }
 
   void init_from(const std::filesystem::path& path) {
@@ -221,10 +249,11 @@ class RunLoop {
 
   TrainResult run() {
     if (writer_) metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
-    for (int64_t epoch = start_.epoch; epoch < config_.train.epochs; ++epoch) {
+    for (int64_t epoch = start_.epoch; epoch < config_.train.epochs && !steps_used_up(); ++epoch) {
       const bool rest_of_epoch = epoch == start_.epoch && start_.steps_done > 0;
-      EpochOutcome outcome =
-          train_epoch(s_, epoch, config_.log.every_steps, rest_of_epoch ? &start_ : nullptr);
+      const EpochPlan plan{epoch, config_.train.epochs, config_.log.every_steps,
+                           config_.train.max_steps, &live_};
+      EpochOutcome outcome = train_epoch(s_, plan, rest_of_epoch ? &start_ : nullptr, global_step_);
       if (outcome.preempted) stop_for_preemption(epoch, outcome);
       if (!record_epoch(outcome.m)) break;
     }
@@ -233,10 +262,16 @@ class RunLoop {
   }
 
  private:
+  // train.max_steps optimizer steps taken: the run ends after this epoch's evaluation.
+  bool steps_used_up() const {
+    return config_.train.max_steps > 0 && global_step_ >= config_.train.max_steps;
+  }
+
   Progress progress(int64_t epoch, int64_t steps_done, const TrainingSums& partial) const {
     Progress p;
     p.epoch = epoch;
     p.steps_done = steps_done;
+    p.global_step = global_step_;
     p.partial = partial;
     p.epochs = result_.epochs;
     p.early_stopping = watcher_.state();
@@ -266,8 +301,8 @@ class RunLoop {
       metrics_file_->append(m);
     }
     const EarlyStopWatch::Verdict verdict = watcher_.after_epoch(*s_.backend, m);
-    checkpoints_.after_epoch(m.epoch, verdict.improved, progress(m.epoch, 0, TrainingSums{}),
-                             *s_.backend, *s_.optimizer);
+    checkpoints_.after_epoch(m.epoch, verdict.improved, steps_used_up(),
+                             progress(m.epoch, 0, TrainingSums{}), *s_.backend, *s_.optimizer);
     return !verdict.stop;
   }
 
@@ -297,6 +332,8 @@ class RunLoop {
   const std::string devices_;
   EarlyStopWatch watcher_;
   Checkpointer checkpoints_;
+  LiveProgress live_;
+  int64_t global_step_ = 0;  // optimizer steps taken since the run began
   Progress start_;
   TrainResult result_;
   std::optional<MetricsFile> metrics_file_;

@@ -114,3 +114,62 @@ TEST_CASE("resume takes a checkpoint that exists, and auto needs the run's folde
   CHECK_THAT(no_output.err, ContainsSubstring("--resume auto looks for checkpoints in the run's "
                                               "folder, but there is no --output"));
 }
+
+TEST_CASE("Adam with a warmed-up cosine schedule and accumulation resumes mid-epoch exactly",
+          "[cli][resume][optim]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  // 100 batches an epoch, 2 per optimizer step: 50 steps an epoch, 100 in the run.
+  const std::vector<std::string> options = {"--set", "optimizer.name=adam",
+                                            "--set", "optimizer.momentum=0",
+                                            "--set", "optimizer.lr=0.01",
+                                            "--set", "scheduler.name=cosine",
+                                            "--set", "scheduler.min_lr=0.001",
+                                            "--set", "scheduler.warmup_steps=10",
+                                            "--set", "train.accumulate_grad_batches=2"};
+  for (const std::string backend : {"single", "ddp"}) {
+    INFO(backend);
+    std::vector<std::string> placement = {"--set", "parallel.devices=cpu"};
+    if (backend == "ddp") {
+      placement = {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"};
+    }
+    placement.insert(placement.end(), options.begin(), options.end());
+    const auto whole = dir / (backend + "-whole");
+    const auto uninterrupted = run_dptrain(shell_words(job(dir, placement, whole)));
+    INFO(uninterrupted.err);
+    REQUIRE(uninterrupted.status == 0);
+    CHECK_THAT(uninterrupted.err, ContainsSubstring("optimizer adam: 100 steps of 60 samples"));
+
+    const auto cut = dir / (backend + "-cut");
+    auto args = job(dir, placement, cut);
+    args.insert(args.end(), {"--set", "log.every_steps=1"});
+    BackgroundRun run(args);
+    REQUIRE(run.wait_for_stderr("epoch 1 step 10/100", 60));
+    run.signal(SIGTERM);
+    const auto stopped = run.finish(60);
+    INFO(stopped.err);
+    REQUIRE(stopped.status == 75);
+
+    auto resume = job(dir, placement, cut);
+    resume.insert(resume.end(), {"--resume", "auto"});
+    const auto resumed = run_dptrain(shell_words(resume));
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK(max_relative_difference(load_parameters(cut / "model.pt"),
+                                  load_parameters(whole / "model.pt")) == 0);
+    const auto epochs_cut = metrics_of(cut);
+    const auto epochs_whole = metrics_of(whole);
+    REQUIRE(epochs_cut.size() == 2);
+    REQUIRE(epochs_whole.size() == 2);
+    for (size_t e = 0; e < 2; ++e) {
+      CHECK(epochs_cut[e].at("lr") == epochs_whole[e].at("lr"));
+      CHECK(epochs_cut[e].at("global_step") == epochs_whole[e].at("global_step"));
+      CHECK(epochs_cut[e].at("train_loss") == epochs_whole[e].at("train_loss"));
+    }
+    // The last step's rate, 89 of the cosine's 90 steps after the warm-up.
+    const double pi = std::acos(-1.0);
+    CHECK(epochs_whole[1].at("lr").get<double>() ==
+          Approx(0.001 + 0.009 * (1 + std::cos(pi * 89 / 90)) / 2).epsilon(1e-12));
+    CHECK(epochs_whole[1].at("global_step") == 100);
+  }
+}

@@ -285,3 +285,47 @@ TEST_CASE("every experiment file in configs/ resolves", "[config]") {
   }
   CHECK(files >= 4);
 }
+
+TEST_CASE("optimizer, schedule and accumulation values out of range name the key", "[config]") {
+  CHECK(error_of([] { resolve(R"({"scheduler": {"warmup_steps": -1}})"); }, ErrorCode::kConfig) ==
+        "exp.json: scheduler.warmup_steps: must be at least 0, got -1");
+  CHECK(error_of([] { resolve("{}", {"train.accumulate_grad_batches=0"}); }, ErrorCode::kConfig) ==
+        "--set train.accumulate_grad_batches=0: train.accumulate_grad_batches: must be at least "
+        "1, got 0");
+  CHECK(error_of([] { resolve(R"({"scheduler": {"name": "linear"}})"); }, ErrorCode::kConfig) ==
+        "exp.json: scheduler.name: unknown value \"linear\"");
+  CHECK(error_of([] { resolve(R"({"optimizer": {"name": "adam", "betas": [0.9, 1.0]}})"); },
+                 ErrorCode::kConfig) == "exp.json: optimizer.betas: each must be in [0, 1), got 1");
+  CHECK(error_of([] { resolve(R"({"optimizer": {"name": "adam", "betas": [-0.1, 0.9]}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: optimizer.betas: each must be in [0, 1), got -0.1");
+  CHECK(error_of([] { resolve(R"({"optimizer": {"name": "adam", "betas": [0.9]}})"); },
+                 ErrorCode::kConfig) == "exp.json: optimizer.betas: must hold two numbers, got 1");
+  CHECK(error_of([] { resolve(R"({"train": {"max_steps": -5}})"); }, ErrorCode::kConfig) ==
+        "exp.json: train.max_steps: must be at least 0, got -5");
+}
+
+TEST_CASE("keys of another optimizer or schedule than the chosen one are errors", "[config]") {
+  CHECK(error_of([] { resolve(R"({"optimizer": {"betas": [0.9, 0.99]}})"); }, ErrorCode::kConfig) ==
+        "exp.json: optimizer.betas: applies to adam and adamw, but optimizer.name is \"sgd\"");
+  CHECK(error_of([] { resolve(R"({"optimizer": {"name": "adamw", "momentum": 0.9}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: optimizer.momentum: applies to sgd, but optimizer.name is \"adamw\"");
+  CHECK(error_of([] { resolve(R"({"optimizer": {"nesterov": true}})"); }, ErrorCode::kConfig) ==
+        "exp.json: optimizer.nesterov: Nesterov momentum needs a momentum, but "
+        "optimizer.momentum is 0");
+  CHECK(error_of([] { resolve(R"({"scheduler": {"name": "cosine", "gamma": 0.5}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: scheduler.gamma: applies to scheduler \"step\", but scheduler.name is "
+        "\"cosine\"");
+  CHECK(error_of([] { resolve(R"({"scheduler": {"warmup_steps": 5, "warmup_epochs": 1}})"); },
+                 ErrorCode::kConfig) ==
+        "exp.json: scheduler.warmup_epochs: and scheduler.warmup_steps are both set");
+  const Config adam = resolve(
+      R"({"optimizer": {"name": "adam", "betas": [0.8, 0.99], "eps": 1e-6},
+          "scheduler": {"name": "cosine", "min_lr": 0.001, "warmup_epochs": 1},
+          "train": {"accumulate_grad_batches": 4, "max_steps": 100}})");
+  CHECK(adam.optimizer.betas == std::vector<double>{0.8, 0.99});
+  CHECK(adam.scheduler.warmup_epochs == 1);
+  CHECK(adam.train.accumulate_grad_batches == 4);
+}

@@ -4,10 +4,10 @@
 
 #include <iostream>
 #include "support/catch.h"
+#include "support/models.h"
 #include "support/skip.h"
 
 #include "core/error.h"
-#include "model/registry.h"
 #include "parallel/single.h"
 
 namespace {
@@ -19,16 +19,9 @@ namespace F = torch::nn::functional;
 
 const torch::Device kCpu(torch::kCPU);
 
-// In float64, so that what is left between the backends is dp's doing, not float32 rounding
-// (summing a gradient over two chunks, not one batch, moves float32 results by about 1e-6).
-torch::nn::AnyModule lenet() {
-  torch::manual_seed(7);  // the same initial weights for every backend
-  dptrain::config::ModelConfig config;
-  config.init_std = 0.1;  // gradients large enough that a wrong sum shows
-  torch::nn::AnyModule model = dptrain::model::make_model(config);
-  model.ptr()->to(torch::kFloat64);
-  return model;
-}
+// In float64: summing a gradient over two chunks, not one batch, moves float32 results by about
+// 1e-6.
+using dptrain::testing::float64_lenet;
 
 struct Batch {
   torch::Tensor images;
@@ -95,13 +88,13 @@ TEST_CASE("dp over repeated CPU devices takes single-device training's steps", "
   const size_t devices = GENERATE(2, 3);
   CAPTURE(devices);
   const std::vector<Batch> data = batches(step_sizes(devices));
-  dptrain::parallel::SingleDevice single(lenet(), kCpu);
+  dptrain::parallel::SingleDevice single(float64_lenet(), kCpu);
   const auto initial = single.parameters();
   std::vector<torch::Tensor> start;
   for (const auto& p : initial) start.push_back(p.detach().clone());
   const auto expected = train(single, data);
 
-  DataParallel dp(lenet(), std::vector<torch::Device>(devices, kCpu), kCpu);
+  DataParallel dp(float64_lenet(), std::vector<torch::Device>(devices, kCpu), kCpu);
   CHECK(max_relative_difference(dp.parameters(), start) == 0);
   const auto got = train(dp, data);
   // The steps moved the parameters far more than the tolerance, so a lost replica would show.
@@ -114,20 +107,20 @@ TEST_CASE("dp over [cuda:0, cuda:0] takes single-device training's steps on cuda
   SKIP_WITHOUT_CUDA();
   const torch::Device gpu(torch::kCUDA, 0);
   const std::vector<Batch> data = batches(step_sizes(2));
-  dptrain::parallel::SingleDevice single(lenet(), gpu);
+  dptrain::parallel::SingleDevice single(float64_lenet(), gpu);
   const auto expected = train(single, data);
   // Gathered on the GPU (the default) and on the host: streams, events and copies both ways.
   for (const torch::Device output : {gpu, kCpu}) {
     INFO("output device " << output.str());
-    DataParallel dp(lenet(), {gpu, gpu}, output);
+    DataParallel dp(float64_lenet(), {gpu, gpu}, output);
     // float64 on the GPU: cuDNN's backward may sum in any order, so not bit for bit.
     CHECK(max_relative_difference(train(dp, data), expected) <= 1e-9);
   }
 }
 
 TEST_CASE("dp's evaluation gives single-device logits", "[parallel][dp]") {
-  dptrain::parallel::SingleDevice single(lenet(), kCpu);
-  DataParallel dp(lenet(), {kCpu, kCpu, kCpu}, kCpu);
+  dptrain::parallel::SingleDevice single(float64_lenet(), kCpu);
+  DataParallel dp(float64_lenet(), {kCpu, kCpu, kCpu}, kCpu);
   single.set_training(false);
   dp.set_training(false);
   const torch::Tensor images = batches({50})[0].images;

@@ -2,11 +2,10 @@
 // talking through real Gloo process groups.
 #include "parallel/grad_reducer.h"
 
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-
 #include <mutex>
-#include <thread>
+
 #include "support/catch.h"
+#include "support/rank_threads.h"
 
 #include "model/lenet.h"
 #include "parallel/ddp.h"
@@ -14,49 +13,9 @@
 namespace {
 
 using dptrain::dist::Communicator;
-using dptrain::dist::Transport;
 using dptrain::parallel::GradReducer;
 
-constexpr std::chrono::milliseconds kTimeout{20000};
-
-// Catch2's assertions are not thread-safe: the ranks' threads take turns making them.
-std::mutex& assertion_turn() {
-  static std::mutex turn;
-  return turn;
-}
-#define RANK_CHECK(...)                                  \
-  do {                                                   \
-    std::lock_guard<std::mutex> turn_(assertion_turn()); \
-    CHECK(__VA_ARGS__);                                  \
-  } while (false)
-#define RANK_REQUIRE(...)                                \
-  do {                                                   \
-    std::lock_guard<std::mutex> turn_(assertion_turn()); \
-    REQUIRE(__VA_ARGS__);                                \
-  } while (false)
-
-// Runs body(rank, communicator) on `world` threads; rethrows the first failure after joining.
-template <class Body>
-void run_ranks(int world, Body body) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        auto comm = std::make_unique<Communicator>(store, r, world, Transport::kGloo, torch::kCPU,
-                                                   kTimeout);
-        body(r, comm);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
+using dptrain::testing::run_ranks;
 
 // Four parameters of 100, 50, 200 and 10 floats, the same on every rank (no shared random
 // generator: the ranks are threads).

@@ -1,5 +1,7 @@
 #include "support/runs.h"
 
+#include <sstream>
+
 #include "support/catch.h"
 
 #include "core/fs.h"
@@ -17,6 +19,13 @@ std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt
 
 nlohmann::json summary_of(const std::filesystem::path& run_dir) {
   return nlohmann::json::parse(core::read_text_file(run_dir / "summary.json"));
+}
+
+std::vector<nlohmann::json> metrics_of(const std::filesystem::path& run_dir) {
+  std::istringstream lines(core::read_text_file(run_dir / "metrics.jsonl"));
+  std::vector<nlohmann::json> epochs;
+  for (std::string line; std::getline(lines, line);) epochs.push_back(nlohmann::json::parse(line));
+  return epochs;
 }
 
 double max_relative_difference(const std::vector<torch::Tensor>& a,

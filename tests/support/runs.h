@@ -13,6 +13,8 @@ namespace dptrain::testing {
 // model.pt's tensors in the model's order.
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt);
 nlohmann::json summary_of(const std::filesystem::path& run_dir);
+// metrics.jsonl's records, one per epoch.
+std::vector<nlohmann::json> metrics_of(const std::filesystem::path& run_dir);
 
 // The largest difference between matching tensors, relative to the largest magnitude in `b`'s
 // tensor. Fails the test when the lists do not match in length or shapes.

@@ -1,0 +1,74 @@
+#include "train/live_progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace dptrain::train {
+namespace {
+
+// Carriage return, then ANSI "erase the whole line".
+constexpr const char* kEraseLine = "\r\x1b[2K";
+
+std::string clock_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  const auto total = static_cast<long long>(std::llround(seconds));
+  char buffer[32];
+  if (total >= 3600) {
+    std::snprintf(buffer, sizeof buffer, "%lld:%02lld:%02lld", total / 3600, total / 60 % 60,
+                  total % 60);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%02lld:%02lld", total / 60, total % 60);
+  }
+  return buffer;
+}
+
+}  // namespace
+
+bool progress_wanted(config::ProgressMode mode) {
+  switch (mode) {
+    case config::ProgressMode::kOn:
+      return true;
+    case config::ProgressMode::kOff:
+      return false;
+    case config::ProgressMode::kAuto:
+      break;
+  }
+  return isatty(STDOUT_FILENO) == 1;
+}
+
+std::string format_progress(const ProgressFigures& f) {
+  const double per_step = f.step > 0 ? f.elapsed_sec / static_cast<double>(f.step) : NAN;
+  const double remaining = per_step * static_cast<double>(f.steps - f.step);
+  const double rate = f.elapsed_sec > 0 ? static_cast<double>(f.samples) / f.elapsed_sec : 0;
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer,
+                "epoch %lld/%lld  step %lld/%lld  %.0f samples/s  loss %.4f  lr %.3g  %s<%s",
+                static_cast<long long>(f.epoch), static_cast<long long>(f.epochs),
+                static_cast<long long>(f.step), static_cast<long long>(f.steps), rate, f.loss, f.lr,
+                clock_text(f.elapsed_sec).c_str(), clock_text(remaining).c_str());
+  return buffer;
+}
+
+bool LiveProgress::due() const {
+  if (!enabled_) return false;
+  if (!drawn_) return true;
+  return std::chrono::steady_clock::now() - last_draw_ >=
+         std::chrono::milliseconds(1000 / kRedrawsPerSecond);
+}
+
+void LiveProgress::update(const ProgressFigures& figures) {
+  if (!due()) return;
+  out_ << kEraseLine << format_progress(figures) << std::flush;
+  drawn_ = true;
+  last_draw_ = std::chrono::steady_clock::now();
+}
+
+void LiveProgress::clear() {
+  if (!drawn_) return;
+  out_ << kEraseLine << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace dptrain::train

@@ -1,0 +1,14 @@
+// Models the tests train in float64, so that what is left between two ways of training is theirs,
+// not float32 rounding.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace dptrain::testing {
+
+// LeNet in float64 with weights ~ N(0, 0.1²) drawn under seed 7: the same model on every call, on
+// any thread (draws from the global generator take turns). The large init_std gives gradients
+// large enough that a wrong sum shows.
+torch::nn::AnyModule float64_lenet();
+
+}  // namespace dptrain::testing
