@@ -84,6 +84,7 @@ struct EarlyStoppingConfig {
 struct CheckpointConfig {
   std::string dir;           // empty: <output>/checkpoints
   int64_t every_epochs = 1;  // a checkpoint every N epochs; 0: none
+  int64_t every_steps = 0;   // and one every N optimizer steps within epochs; 0: none
   int64_t keep_last = 2;     // epoch checkpoints kept, newest first; 0: all
   bool save_best = false;    // also best.pt, the epoch with the best early_stopping.monitor
 };

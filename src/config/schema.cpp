@@ -278,7 +278,11 @@ std::vector<KeySpec> early_stopping_and_checkpoint_keys() {
       text(KEY(checkpoint.dir), "a folder", "where checkpoints go; empty: `<output>/checkpoints`"),
       integer(KEY(checkpoint.every_epochs), 0,
               "a checkpoint after every N epochs (and after the last); 0: none"),
-      integer(KEY(checkpoint.keep_last), 0, "epoch checkpoints kept, newest first; 0: all"),
+      integer(KEY(checkpoint.every_steps), 0,
+              "also a checkpoint every N optimizer steps within an epoch, so that a crash loses "
+              "fewer than N steps; 0: none"),
+      integer(KEY(checkpoint.keep_last), 0,
+              "epoch and step checkpoints kept, newest first; 0: all"),
       boolean(KEY(checkpoint.save_best),
               "also `best.pt`, the epoch with the best `early_stopping.monitor`"),
   };

@@ -114,14 +114,17 @@ struct Communicator::Group {
 
 Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                            Transport transport, torch::Device device,
-                           std::chrono::milliseconds timeout)
+                           std::chrono::milliseconds timeout, int generation)
     : store_(std::move(store)),
       rank_(rank),
       world_size_(world_size),
       transport_(transport),
       group_(std::make_unique<Group>()) {
-  // A prefix keeps dptrain's keys apart from a launcher's own keys in a shared store.
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("dptrain", store_);
+  // A prefix keeps dptrain's keys apart from a launcher's own keys in a shared store, and each
+  // generation of ranks apart from the last (PyTorch prefixes its keys per attempt likewise).
+  auto prefixed =
+      c10::make_intrusive<c10d::PrefixStore>("dptrain/" + std::to_string(generation), store_);
+  keys_ = prefixed;
   const std::string rank_text = "rank " + std::to_string(rank_);
   try {
     if (transport_ == Transport::kNccl) {
@@ -167,7 +170,7 @@ std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport
                                                  std::chrono::milliseconds timeout) {
   auto store = open_store(info, timeout);
   return std::make_unique<Communicator>(std::move(store), info.rank, info.world_size, transport,
-                                        device, timeout);
+                                        device, timeout, info.restart_count);
 }
 
 void Communicator::fail(const std::string& what, const std::exception& cause) const {
@@ -222,12 +225,12 @@ void Communicator::broadcast(const torch::Tensor& tensor, int root, const std::s
 
 std::vector<std::string> Communicator::all_gather_text(const std::string& key,
                                                        const std::string& mine) {
-  const std::string prefix = "dptrain/text/" + key + "/";
+  const std::string prefix = "text/" + key + "/";
   std::vector<std::string> all;
   try {
-    store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
+    keys_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
     for (int r = 0; r < world_size_; ++r) {
-      const std::vector<uint8_t> bytes = store_->get(prefix + std::to_string(r));
+      const std::vector<uint8_t> bytes = keys_->get(prefix + std::to_string(r));
       all.emplace_back(bytes.begin(), bytes.end());
     }
   } catch (const std::exception& e) {

@@ -32,8 +32,10 @@ class Communicator {
                                             std::chrono::milliseconds timeout);
 
   // A group over an existing store (tests run ranks as threads over one in-process store).
+  // `generation`: the launcher's restart count; every key this group writes carries it, so that a
+  // restarted job never reads what the dead ranks left in a store that outlived them.
   Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size, Transport transport,
-               torch::Device device, std::chrono::milliseconds timeout);
+               torch::Device device, std::chrono::milliseconds timeout, int generation = 0);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -70,6 +72,7 @@ class Communicator {
  private:
   struct Group;
   c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Store> keys_;  // store_ under this generation's prefix
   int rank_;
   int world_size_;
   Transport transport_;

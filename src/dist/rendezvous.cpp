@@ -55,6 +55,7 @@ class LauncherVars {
 };
 
 constexpr int64_t kMaxWorld = 1 << 20;
+constexpr int64_t kMaxRestarts = 1 << 20;
 
 // The checks every launcher's numbers must pass, whoever set them.
 void check_ranks(const LauncherVars& vars, const RankInfo& info, const std::string& rank_var,
@@ -99,6 +100,9 @@ RankInfo from_torchrun(const EnvLookup& env) {
   read_master(vars, info, "", std::nullopt);
   const auto agent_store = vars.text("TORCHELASTIC_USE_AGENT_STORE");
   info.store_served_by_launcher = agent_store && (*agent_store == "True" || *agent_store == "1");
+  info.restart_count = static_cast<int>(vars.integer_or(
+      "TORCHELASTIC_RESTART_COUNT", vars.integer_or("DPTRAIN_RESTART_COUNT", 0, 0, kMaxRestarts), 0,
+      kMaxRestarts));
   return info;
 }
 
@@ -151,6 +155,7 @@ RankInfo from_slurm(const EnvLookup& env) {
     port = port_for_slurm_job(vars.integer("SLURM_JOB_ID", 0, INT64_MAX));
   }
   read_master(vars, info, first_host, port);
+  info.restart_count = static_cast<int>(vars.integer_or("SLURM_RESTART_COUNT", 0, 0, kMaxRestarts));
   return info;
 }
 
@@ -182,7 +187,8 @@ uint16_t port_for_slurm_job(int64_t job_id) {
 std::string describe(const RankInfo& info) {
   return "rank " + std::to_string(info.rank) + " of " + std::to_string(info.world_size) +
          " (node " + std::to_string(info.node_rank) + ", local rank " +
-         std::to_string(info.local_rank) + ") from " + info.launcher;
+         std::to_string(info.local_rank) + ") from " + info.launcher +
+         (info.restart_count > 0 ? ", restart " + std::to_string(info.restart_count) : "");
 }
 
 }  // namespace dptrain::dist

@@ -22,6 +22,11 @@ struct RankInfo {
   // TORCHELASTIC_USE_AGENT_STORE, and dptrain's local spawn), so rank 0 must not bind it too.
   bool store_served_by_launcher = false;
   std::string launcher = "none";  // torchrun | slurm | mpirun | dptrain | none
+  // How often the launcher has restarted the job's ranks (TORCHELASTIC_RESTART_COUNT from
+  // torchrun, DPTRAIN_RESTART_COUNT from dptrain's own launcher, SLURM_RESTART_COUNT after a
+  // requeue). Each restart is a new generation of ranks: their keys in a store that outlives them
+  // (torchrun's agent store) must not meet the dead generation's.
+  int restart_count = 0;
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;

@@ -295,11 +295,25 @@ std::filesystem::path Checkpointer::save(const std::string& name, const Progress
   return path;
 }
 
+bool Checkpointer::within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
+                                const std::function<Progress()>& progress,
+                                parallel::Backend& backend,
+                                const torch::optim::Optimizer& optimizer) {
+  const int64_t every = config_.checkpoint.every_steps;
+  if (every <= 0 || global_step % every != 0) return false;
+  save(checkpoint_name(epoch, steps_done), progress(), backend, optimizer);
+  if (writer_) prune_checkpoints(dir_, config_.checkpoint.keep_last);
+  return true;
+}
+
 void Checkpointer::after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,
                                parallel::Backend& backend,
                                const torch::optim::Optimizer& optimizer) {
   const int64_t every = config_.checkpoint.every_epochs;
-  if (every > 0 && (epoch % every == 0 || epoch == config_.train.epochs || last)) {
+  // A step checkpoint due at the epoch's last step is this one, whatever every_epochs says.
+  const int64_t every_steps = config_.checkpoint.every_steps;
+  const bool step_due = every_steps > 0 && progress.global_step % every_steps == 0;
+  if ((every > 0 && (epoch % every == 0 || epoch == config_.train.epochs || last)) || step_due) {
     save(checkpoint_name(epoch, 0), progress, backend, optimizer);
     if (writer_) prune_checkpoints(dir_, config_.checkpoint.keep_last);
   }

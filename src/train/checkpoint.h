@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -64,6 +65,12 @@ class Checkpointer {
   // Writes `name` in the checkpoint folder now; returns its path.
   std::filesystem::path save(const std::string& name, const Progress& progress,
                              parallel::Backend& backend, const torch::optim::Optimizer& optimizer);
+  // Within an epoch after each optimizer step (`global_step` of them so far): every
+  // checkpoint.every_steps steps, the checkpoint a preemption would write (keep_last applies).
+  // Returns whether it was due; every rank may call, and calls `progress` only when it is due.
+  bool within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
+                    const std::function<Progress()>& progress, parallel::Backend& backend,
+                    const torch::optim::Optimizer& optimizer);
   // After the evaluation of `epoch` (1-based), with `progress` pointing at the next one; `last`:
   // the run ends there although epochs remain (train.max_steps).
   void after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -84,6 +85,9 @@ struct EpochPlan {
   int64_t log_every = 0;
   int64_t max_steps = 0;  // 0: no limit
   LiveProgress* live = nullptr;
+  // After each optimizer step but an epoch's last: checkpoint.every_steps, given the epoch so
+  // far, this rank's running sums and the seconds trained since the epoch (or its rest) began.
+  std::function<void(const EpochOutcome&, const DeviceSums&, double)> checkpoint_within;
 };
 
 void add_to_sums(DeviceSums& sums, const MicroBatchOutput& mb, const data::Batch& batch) {
@@ -163,6 +167,9 @@ EpochOutcome train_epoch(Session& s, const EpochPlan& plan, const Progress* resu
     report_step(plan, out, steps, global_step, mb, device_sums, out.sums.samples - local_before,
                 timer);
     if (plan.max_steps > 0 && global_step >= plan.max_steps) break;
+    if (m.steps < steps && plan.checkpoint_within) {
+      plan.checkpoint_within(out, device_sums, timer.seconds());
+    }
     if ((backend.world_size() == 1 || global_step % kPreemptionPollSteps == 0) &&
         all_want_to_preempt(backend)) {
       out.preempted = true;
@@ -251,8 +258,15 @@ class RunLoop {
     if (writer_) metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
     for (int64_t epoch = start_.epoch; epoch < config_.train.epochs && !steps_used_up(); ++epoch) {
       const bool rest_of_epoch = epoch == start_.epoch && start_.steps_done > 0;
-      const EpochPlan plan{epoch, config_.train.epochs, config_.log.every_steps,
-                           config_.train.max_steps, &live_};
+      const EpochPlan plan{
+          epoch,
+          config_.train.epochs,
+          config_.log.every_steps,
+          config_.train.max_steps,
+          &live_,
+          [this, epoch](const EpochOutcome& o, const DeviceSums& sums, double seconds) {
+            checkpoint_within(epoch, o, sums, seconds);
+          }};
       EpochOutcome outcome = train_epoch(s_, plan, rest_of_epoch ? &start_ : nullptr, global_step_);
       if (outcome.preempted) stop_for_preemption(epoch, outcome);
       if (!record_epoch(outcome.m)) break;
@@ -278,6 +292,23 @@ class RunLoop {
     p.best_weights = watcher_.best_weights();
     p.scaler = s_.scaler.state();
     return p;
+  }
+
+  // checkpoint.every_steps: the epoch so far, its sums reduced over the ranks as a preemption's
+  // checkpoint holds them (a collective: every rank comes here after the same steps).
+  void checkpoint_within(int64_t epoch, const EpochOutcome& so_far, const DeviceSums& sums,
+                         double seconds) {
+    const int64_t steps_done = so_far.m.steps;
+    checkpoints_.within_epoch(
+        epoch, steps_done, global_step_,
+        [&] {
+          EpochOutcome snapshot = so_far;
+          snapshot.preempted = true;  // sums, not means
+          snapshot.sums.train_sec += seconds;
+          reduce_epoch(*s_.backend, sums, snapshot);
+          return progress(epoch, steps_done, snapshot.sums);
+        },
+        *s_.backend, *s_.optimizer);
   }
 
   [[noreturn]] void stop_for_preemption(int64_t epoch, const EpochOutcome& outcome) {

@@ -3,6 +3,7 @@
 // it with the parameters an uninterrupted run ends with, on every backend.
 #include "support/catch.h"
 
+#include <algorithm>
 #include <csignal>
 
 #include "core/fs.h"
@@ -171,5 +172,52 @@ TEST_CASE("Adam with a warmed-up cosine schedule and accumulation resumes mid-ep
     CHECK(epochs_whole[1].at("lr").get<double>() ==
           Approx(0.001 + 0.009 * (1 + std::cos(pi * 89 / 90)) / 2).epsilon(1e-12));
     CHECK(epochs_whole[1].at("global_step") == 100);
+  }
+}
+
+TEST_CASE("checkpoint.every_steps checkpoints within epochs, and each resumes exactly",
+          "[cli][resume]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  // 20 batches of 30 an epoch; a checkpoint every 5 steps and at each epoch's end.
+  for (const std::string backend : {"single", "ddp"}) {
+    INFO(backend);
+    std::vector<std::string> options = {"--set", "parallel.devices=cpu"};
+    if (backend == "ddp") {
+      options = {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"};
+    }
+    options.insert(options.end(), {"--set", "checkpoint.every_steps=5", "--set",
+                                   "checkpoint.every_epochs=0", "--set", "checkpoint.keep_last=0"});
+    const auto whole = dir / (backend + "-whole");
+    const auto uninterrupted = run_dptrain(shell_words(job(dir, options, whole)));
+    INFO(uninterrupted.err);
+    REQUIRE(uninterrupted.status == 0);
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(whole / "checkpoints")) {
+      names.push_back(e.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    CHECK(names ==
+          std::vector<std::string>{"epoch-0000-step-000005.pt", "epoch-0000-step-000010.pt",
+                                   "epoch-0000-step-000015.pt", "epoch-0001-step-000005.pt",
+                                   "epoch-0001-step-000010.pt", "epoch-0001-step-000015.pt",
+                                   "epoch-0001.pt", "epoch-0002.pt"});
+    for (const std::string from : {"epoch-0000-step-000015.pt", "epoch-0001-step-000005.pt"}) {
+      INFO("resumed from " << from);
+      const auto again = dir / (backend + "-from-" + from);
+      auto resume = job(dir, options, again);
+      resume.insert(resume.end(), {"--resume", (whole / "checkpoints" / from).string()});
+      const auto resumed = run_dptrain(shell_words(resume));
+      INFO(resumed.err);
+      REQUIRE(resumed.status == 0);
+      CHECK(max_relative_difference(load_parameters(again / "model.pt"),
+                                    load_parameters(whole / "model.pt")) == 0);
+      const auto epochs = metrics_of(again);
+      REQUIRE(epochs.size() == 2);
+      // Rank 0 carries a resumed epoch's sums on: the same terms, added in another order.
+      CHECK(epochs[1].at("train_loss").get<double>() ==
+            Approx(metrics_of(whole)[1].at("train_loss").get<double>()).epsilon(1e-12));
+      CHECK(epochs[1].at("train_samples") == 600);
+    }
   }
 }

@@ -57,6 +57,35 @@ TEST_CASE("torchrun's variables give rank, world, local rank and master", "[dist
   CHECK(dptrain::dist::describe(*info) == "rank 3 of 4 (node 1, local rank 1) from torchrun");
 }
 
+TEST_CASE("a restarted rank knows its restart count from torchrun, dptrain or SLURM", "[dist]") {
+  const std::map<std::string, std::string> torchrun = {
+      {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29400"}};
+  auto with = [&](std::map<std::string, std::string> vars, const std::string& name,
+                  const std::string& value) {
+    vars[name] = value;
+    return detect_launcher(env_of(vars));
+  };
+  CHECK(detect_launcher(env_of(torchrun))->restart_count == 0);
+  const auto restarted = with(torchrun, "TORCHELASTIC_RESTART_COUNT", "2");
+  CHECK(restarted->restart_count == 2);
+  CHECK(dptrain::dist::describe(*restarted) ==
+        "rank 1 of 2 (node 0, local rank 1) from torchrun, restart 2");
+  CHECK(with(torchrun, "DPTRAIN_RESTART_COUNT", "3")->restart_count == 3);
+  CHECK(error_of({{"RANK", "0"},
+                  {"WORLD_SIZE", "1"},
+                  {"MASTER_ADDR", "a"},
+                  {"MASTER_PORT", "1"},
+                  {"TORCHELASTIC_RESTART_COUNT", "-1"}})
+            .find("TORCHELASTIC_RESTART_COUNT") != std::string::npos);
+  const auto slurm = detect_launcher(env_of({{"SLURM_PROCID", "0"},
+                                             {"SLURM_STEP_ID", "0"},
+                                             {"SLURM_NTASKS", "1"},
+                                             {"SLURM_NODELIST", "n1"},
+                                             {"SLURM_JOB_ID", "7"},
+                                             {"SLURM_RESTART_COUNT", "1"}}));
+  CHECK(slurm->restart_count == 1);
+}
+
 TEST_CASE("torchrun's bad values are errors naming the variable", "[dist]") {
   const std::map<std::string, std::string> good = {
       {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}};

@@ -19,7 +19,7 @@ using dptrain::testing::float64_lenet;
 using dptrain::testing::max_relative_difference;
 using dptrain::train::Session;
 
-constexpr int64_t kSteps = 3;  // optimizer steps, so that momentum carries between them
+constexpr int64_t kSteps = 2;  // optimizer steps, so that momentum carries between them
 constexpr int64_t kMicroBatches = 4;
 
 struct Data {
