@@ -18,6 +18,41 @@ void usage_error(const std::string& what, const std::string& hint) {
 
 namespace {
 
+// The command line of a restart: the same, resuming from the newest checkpoint.
+std::vector<std::string> resuming(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--resume" && i + 1 < argv.size()) {
+      ++i;  // its checkpoint is superseded by the newer ones the failed run wrote
+    } else if (argv[i].rfind("--resume=", 0) != 0) {
+      out.push_back(argv[i]);
+    }
+  }
+  out.insert(out.end(), {"--resume", "auto"});
+  return out;
+}
+
+// Restarts resume from the run's checkpoints, so they need to know where those are.
+int max_restarts(const cli::Command& command, const config::Config& config) {
+  const int restarts =
+      command.max_restarts.value_or(static_cast<int>(config.parallel.max_restarts));
+  if (restarts == 0) return 0;
+  if (command.nodes.nnodes > 1) {
+    usage_error(
+        "restarts (--max-restarts, parallel.max_restarts) are for one machine: with "
+        "--nnodes " +
+            std::to_string(command.nodes.nnodes) +
+            " every node's ranks would have to restart together",
+        "across machines let the scheduler restart the job: torchrun --max-restarts, or "
+        "SLURM's requeue (see the README's Restarts section)");
+  }
+  if (!command.output_dir && config.checkpoint.dir.empty()) {
+    usage_error("restarts resume from the run's checkpoints, but there is no --output",
+                "give the run's folder with --output (or set checkpoint.dir)");
+  }
+  return restarts;
+}
+
 int launch_ranks(const cli::Command& command, const config::Config& config, int local_ranks,
                  const std::vector<std::string>& argv) {
   const cli::MultiNode& nodes = command.nodes;
@@ -41,6 +76,8 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
   launch.master_port = static_cast<uint16_t>(nodes.master_port);
   launch.timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
+  launch.max_restarts = max_restarts(command, config);
+  launch.restart_argv = resuming(argv);
   return dist::run_local_ranks(argv, launch);
 }
 

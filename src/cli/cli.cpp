@@ -38,6 +38,14 @@ void add_node_options(CLI::App& sub, MultiNode& nodes) {
       ->group(group);
 }
 
+void add_restart_option(CLI::App& sub, Command& command) {
+  sub.add_option("--max-restarts", command.max_restarts,
+                 "ddp under dptrain's launcher: when a rank fails, start every rank again from "
+                 "the newest checkpoint, up to N times (as torchrun's --max-restarts; default: "
+                 "parallel.max_restarts)")
+      ->check(CLI::Range(0, 1000));
+}
+
 CLI::App* add_train(CLI::App& app, Command& command) {
   CLI::App* train = app.add_subcommand("train", "train a model as an experiment file says");
   add_experiment_options(*train, command);
@@ -52,6 +60,7 @@ CLI::App* add_train(CLI::App& app, Command& command) {
                     "start from these weights instead of the seeded initialisation: a model.pt, a "
                     "checkpoint, or Python's torch.save(net.state_dict(), path)");
   add_node_options(*train, command.nodes);
+  add_restart_option(*train, command);
   return train;
 }
 

@@ -27,6 +27,7 @@ struct Command {
   std::optional<std::filesystem::path> output_dir;   // none: runs/<name>/<timestamp>
   bool overwrite = false;
   std::optional<std::string> resume;  // a checkpoint's path, or "auto"
+  std::optional<int> max_restarts;    // dptrain's launcher: overrides parallel.max_restarts
   MultiNode nodes;
   bool list_keys = false;  // config --keys: the key table instead of the resolved experiment
   std::optional<std::filesystem::path> init_from;  // train: weights to start from

@@ -67,8 +67,9 @@ struct ParallelConfig {
   std::vector<std::string> devices = {"auto"};
   std::string output_device;  // dp: where outputs are gathered; empty: the first device
   DistBackend dist_backend = DistBackend::kAuto;  // ddp: auto: nccl on GPUs, gloo on CPUs
-  double bucket_mb = 25;   // ddp: gradient bucket size, as DDP's bucket_cap_mb
-  double timeout_s = 600;  // ddp: how long a rank waits for the others
+  double bucket_mb = 25;     // ddp: gradient bucket size, as DDP's bucket_cap_mb
+  double timeout_s = 600;    // ddp: how long a rank waits for the others
+  int64_t max_restarts = 0;  // ddp under dptrain's launcher: restarts after a rank fails
 };
 
 struct EarlyStoppingConfig {

@@ -161,6 +161,7 @@ KeySpec unit_pair(const char* path, Field field, std::string doc) {
 // buffer (pinned memory, with pin_memory).
 constexpr int64_t kMaxWorkers = 64;
 constexpr int64_t kMaxPrefetch = 1024;
+constexpr int64_t kMaxRestarts = 1000;
 
 std::vector<KeySpec> data_keys() {
   return {
@@ -259,6 +260,11 @@ std::vector<KeySpec> train_and_parallel_keys() {
              "ddp: gradient bucket size in MiB, as DDP's `bucket_cap_mb`"),
       number(KEY(parallel.timeout_s), {0, false, std::nullopt, "the default is 600 (seconds)"},
              "ddp: how long a rank waits for the others (rendezvous, each collective)"),
+      integer(
+          KEY(parallel.max_restarts), 0,
+          "ddp under dptrain's launcher: when a rank fails or hangs, every rank starts again "
+          "from the newest checkpoint, up to N times; see [Restarts](#restarts-after-a-failure)",
+          kMaxRestarts),
   };
 }
 

@@ -72,7 +72,7 @@ Outcome outcome_of(int rank, pid_t pid, int raw) {
 
 // The environment of one rank: ours, plus torchrun's variables.
 std::vector<std::string> rank_environment(const LocalLaunch& launch, int local_rank,
-                                          const std::string& addr, uint16_t port) {
+                                          const std::string& addr, uint16_t port, int restart) {
   const int world = launch.nnodes * launch.local_ranks;
   const std::map<std::string, std::string> ours = {
       {"RANK", std::to_string(launch.node_rank * launch.local_ranks + local_rank)},
@@ -84,6 +84,7 @@ std::vector<std::string> rank_environment(const LocalLaunch& launch, int local_r
       {"MASTER_PORT", std::to_string(port)},
       {"TORCHELASTIC_USE_AGENT_STORE", launch.node_rank == 0 ? "True" : "False"},
       {"DPTRAIN_LAUNCHER", "dptrain"},
+      {"DPTRAIN_RESTART_COUNT", std::to_string(restart)},
   };
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -186,11 +187,12 @@ c10::intrusive_ptr<c10d::TCPStore> serve_store(const std::string& addr, uint16_t
 }
 
 RankSet start_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch,
-                    const std::string& addr, uint16_t port) {
+                    const std::string& addr, uint16_t port, int restart) {
   RankSet ranks;
   for (int local = 0; local < launch.local_ranks; ++local) {
     const int rank = launch.node_rank * launch.local_ranks + local;
-    const pid_t pid = start_rank(argv, rank_environment(launch, local, addr, port), rank != 0);
+    const pid_t pid =
+        start_rank(argv, rank_environment(launch, local, addr, port, restart), rank != 0);
     ranks.add(pid, rank);
     spdlog::info("ddp: rank {} started (pid {})", rank, pid);
   }
@@ -241,8 +243,9 @@ JobEnd supervise(RankSet& ranks, std::chrono::milliseconds grace) {
   return end;
 }
 
-// The job's exit status, said once: success, preemption, or the culprit's failure.
-int job_status(const JobEnd& end, int world) {
+// The job's exit status, said once: success, preemption, or the culprit's failure (after
+// `restarts`, the causes of the restarts before it).
+int job_status(const JobEnd& end, int world, const std::vector<std::string>& restarts) {
   if (end.failures.empty() && end.preempted > 0) {
     spdlog::warn(
         "ddp: preempted: every rank stopped after the same step, rank 0 with a checkpoint");
@@ -255,6 +258,15 @@ int job_status(const JobEnd& end, int world) {
   } else {
     spdlog::error("ddp: rank {} of {} (pid {}) {}; the other ranks were stopped", first.rank, world,
                   first.pid, first.what);
+  }
+  if (!restarts.empty()) {
+    std::string history;
+    for (size_t i = 0; i < restarts.size(); ++i) {
+      history += (i == 0 ? "" : "; ") + std::string("restart ") + std::to_string(i + 1) +
+                 " after rank " + restarts[i];
+    }
+    spdlog::error("ddp: gave up after {} restart{} ({}): the last failure ends the job",
+                  restarts.size(), restarts.size() == 1 ? "" : "s", history);
   }
   return first.status;
 }
@@ -274,8 +286,22 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
   const int first_rank = launch.node_rank * launch.local_ranks;
   spdlog::info("ddp: starting ranks {} to {} of {} on this machine, rendezvous at {}:{}",
                first_rank, first_rank + launch.local_ranks - 1, world, addr, port);
-  RankSet ranks = start_ranks(argv, launch, addr, port);
-  return job_status(supervise(ranks, launch.grace), world);
+  std::vector<std::string> restarts;  // the cause of each, "1 was killed by signal 9 (Killed)"
+  for (int restart = 0;; ++restart) {
+    RankSet ranks =
+        start_ranks(restart == 0 ? argv : launch.restart_argv, launch, addr, port, restart);
+    const JobEnd end = supervise(ranks, launch.grace);
+    // Ctrl-C and preemption notices end the job; so does the failure after the last restart.
+    if (end.failures.empty() || end.interrupts > 0 || end.preempted > 0 ||
+        restart >= launch.max_restarts) {
+      return job_status(end, world, restarts);
+    }
+    const Outcome& cause = culprit(end.failures);
+    restarts.push_back(std::to_string(cause.rank) + " " + cause.what);
+    spdlog::warn(
+        "ddp: rank {} {}; restart {} of {}: every rank starts again from the newest checkpoint",
+        cause.rank, cause.what, restart + 1, launch.max_restarts);
+  }
 }
 
 }  // namespace dptrain::dist

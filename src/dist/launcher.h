@@ -21,11 +21,17 @@ struct LocalLaunch {
   std::chrono::milliseconds timeout{600000};
   // After a rank fails, how long the others get to stop (as on Ctrl-C) before SIGKILL.
   std::chrono::milliseconds grace{5000};
+  // When a rank fails (one node only): stop every rank and start them all again with
+  // `restart_argv` (which resumes from the newest checkpoint), up to this many times. Each start
+  // sees its count in DPTRAIN_RESTART_COUNT.
+  int max_restarts = 0;
+  std::vector<std::string> restart_argv;
 };
 
 // Runs `argv` (this program's own command line) as the local ranks and waits for them. Returns 0
-// when all succeed; else the status of the rank that failed first (its exit status, or 128 + the
-// signal that killed it, as a shell reports it), having logged which rank it was.
+// when all succeed; else, once the restarts are spent, the status of the rank that failed first
+// (its exit status, or 128 + the signal that killed it, as a shell reports it), having logged which
+// rank it was and every restart's cause.
 int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch);
 
 }  // namespace dptrain::dist

@@ -39,12 +39,6 @@ std::vector<std::string> job(const TempDir& dir, const std::vector<std::string>&
   return args;
 }
 
-std::string shell_words(const std::vector<std::string>& args) {
-  std::string line;
-  for (const auto& a : args) line += (line.empty() ? "'" : " '") + a + "'";
-  return line;
-}
-
 }  // namespace
 
 TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "[cli][resume]") {

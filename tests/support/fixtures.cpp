@@ -215,4 +215,10 @@ ProcessResult BackgroundRun::finish(double timeout_s) {
   return result;
 }
 
+std::string shell_words(const std::vector<std::string>& args) {
+  std::string line;
+  for (const auto& a : args) line += (line.empty() ? "'" : " '") + a + "'";
+  return line;
+}
+
 }  // namespace dptrain::testing

@@ -49,6 +49,9 @@ ProcessResult run_program(const std::filesystem::path& program, const std::strin
                           const std::filesystem::path& cwd = {},
                           const std::vector<std::string>& env = {});
 
+// The arguments as one shell-quoted string, for run_program and run_dptrain.
+std::string shell_words(const std::vector<std::string>& args);
+
 // run_program for the built dptrain.
 ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {},
                           const std::vector<std::string>& env = {});

@@ -1,0 +1,144 @@
+// dptrain's launcher restarting a ddp job (--max-restarts): a rank killed or hung mid-epoch, and
+// the job still ends with an uninterrupted run's parameters; restarts that run out, and a rank
+// that cannot start, end the job with every cause named.
+#include "support/catch.h"
+
+#include <chrono>
+#include <csignal>
+#include <regex>
+#include <thread>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+#include "support/runs.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+// 3000 images in batches of 30, 100 steps an epoch: long enough to be hit in the middle. A
+// checkpoint every 5 steps, momentum on.
+std::vector<std::string> job(const TempDir& dir, int world, const std::filesystem::path& out) {
+  std::string devices = "parallel.devices=[\"cpu\"";
+  for (int r = 1; r < world; ++r) devices += ",\"cpu\"";
+  devices += "]";
+  std::vector<std::string> args = {"train", "--output", out.string()};
+  for (const std::string& setting :
+       {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=30"),
+        std::string("train.epochs=2"), std::string("model.init_std=0.1"),
+        std::string("optimizer.lr=0.05"), std::string("optimizer.momentum=0.9"),
+        std::string("runtime.threads=1"), std::string("parallel.backend=ddp"), devices,
+        std::string("parallel.timeout_s=10"), std::string("checkpoint.every_steps=5"),
+        std::string("log.every_steps=1")}) {
+    args.insert(args.end(), {"--set", setting});
+  }
+  return args;
+}
+
+// The pid of `rank` in its `start`-th start (1: the first), from the launcher's log.
+int pid_of_rank(BackgroundRun& run, int rank, int start) {
+  const std::regex started("ddp: rank " + std::to_string(rank) + " started \\(pid (\\d+)\\)");
+  for (int waited = 0; waited < 600; ++waited) {
+    const std::string log = run.stderr_text();
+    int seen = 0;
+    for (std::sregex_iterator it(log.begin(), log.end(), started), end; it != end; ++it) {
+      if (++seen == start) return std::stoi((*it)[1]);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  FAIL("rank " << rank << " did not start a " << start << "th time:\n" << run.stderr_text());
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a rank killed or stopped mid-epoch restarts the job, which ends as an uninterrupted "
+    "one",
+    "[cli][restart]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  struct Case {
+    int world;
+    int signal;
+  };
+  for (const Case c : {Case{2, SIGKILL}, Case{3, SIGKILL}, Case{2, SIGSTOP}}) {
+    INFO(c.world << " ranks, signal " << c.signal);
+    const std::string name = std::to_string(c.world) + "-" + std::to_string(c.signal);
+    const auto whole = dir / ("whole-" + name);
+    const auto uninterrupted = run_dptrain(shell_words(job(dir, c.world, whole)));
+    INFO(uninterrupted.err);
+    REQUIRE(uninterrupted.status == 0);
+
+    const auto cut = dir / ("cut-" + name);
+    auto args = job(dir, c.world, cut);
+    args.insert(args.end(), {"--max-restarts", "2"});
+    BackgroundRun run(args);
+    const int victim = pid_of_rank(run, c.world - 1, 1);
+    REQUIRE(run.wait_for_stderr("epoch 1 step 12/100", 60));
+    ::kill(victim, c.signal);
+    const auto result = run.finish(180);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    const std::string cause = c.signal == SIGKILL
+                                  ? "ddp: rank " + std::to_string(c.world - 1) +
+                                        " was killed by signal 9 (Killed); restart 1 of 2"
+                                  : "restart 1 of 2: every rank starts again";
+    CHECK_THAT(result.err, ContainsSubstring(cause));
+    CHECK_THAT(result.err, ContainsSubstring("from dptrain, restart 1"));
+    CHECK_THAT(result.err, ContainsSubstring("resumed from " + cut.string() + "/checkpoints/"));
+    CHECK(max_relative_difference(load_parameters(cut / "model.pt"),
+                                  load_parameters(whole / "model.pt")) == 0);
+    CHECK(metrics_of(cut).size() == 2);
+    CHECK(summary_of(cut).at("test_correct") == summary_of(whole).at("test_correct"));
+  }
+}
+
+TEST_CASE("a second kill with --max-restarts 1 ends the job with its status, naming both",
+          "[cli][restart]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  auto args = job(dir, 2, dir / "run");
+  args.insert(args.end(), {"--max-restarts", "1"});
+  BackgroundRun run(args);
+  const int first = pid_of_rank(run, 1, 1);
+  REQUIRE(run.wait_for_stderr("epoch 1 step 7/100", 60));
+  ::kill(first, SIGKILL);
+  const int second = pid_of_rank(run, 1, 2);
+  REQUIRE(run.wait_for_stderr("restart 1", 60));
+  ::kill(second, SIGKILL);
+  const auto result = run.finish(120);
+  INFO(result.err);
+  CHECK(result.status == 128 + SIGKILL);
+  CHECK_THAT(result.err,
+             ContainsSubstring("ddp: gave up after 1 restart (restart 1 after rank 1 was killed by "
+                               "signal 9 (Killed)): the last failure ends the job"));
+  CHECK_THAT(result.err, ContainsSubstring("ddp: rank 1 of 2 (pid " + std::to_string(second) +
+                                           ") was killed by signal 9 (Killed)"));
+}
+
+TEST_CASE("a rank that fails at every start ends the job once the restarts are spent",
+          "[cli][restart]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 300, 30);
+  auto args = job(dir, 2, dir / "run");
+  // Rank 1's device does not exist here: it fails before its first step, every time.
+  args.insert(args.end(),
+              {"--set", "parallel.devices=[\"cpu\",\"cuda:7\"]", "--max-restarts", "2"});
+  const auto result = run_dptrain(shell_words(args));
+  INFO(result.err);
+  CHECK(result.status != 0);
+  CHECK_THAT(result.err, ContainsSubstring("restart 2 of 2"));
+  CHECK_THAT(result.err, ContainsSubstring("ddp: gave up after 2 restarts (restart 1 after rank 1 "
+                                           "exited with status "));
+}
+
+TEST_CASE("restarts need the run's folder and one machine", "[cli][restart]") {
+  const auto no_output = run_dptrain(
+      "train --set parallel.backend=ddp --set 'parallel.devices=[\"cpu\",\"cpu\"]' "
+      "--max-restarts 1");
+  CHECK(no_output.status == 2);
+  CHECK_THAT(no_output.err,
+             ContainsSubstring("restarts resume from the run's checkpoints, but there is no "
+                               "--output"));
+}
