@@ -63,12 +63,23 @@ int train_here(const cli::Command& command, const config::Config& config,
   start.resume = resume_point(command, config);
   start.init_from = command.init_from;
   std::filesystem::path output;  // other ranks write nothing
+  const bool output_existed = command.output_dir && std::filesystem::exists(*command.output_dir);
   if (rank.rank == 0) {
     // Resuming goes on in the folder that holds the run's results so far.
     output = train::make_run_dir(command.output_dir, config.name,
                                  command.overwrite || command.resume.has_value());
   }
-  train::train(config, output, std::cout, rank, start);
+  try {
+    train::train(config, output, std::cout, rank, start);
+  } catch (...) {
+    // A run that failed before writing anything (a rank that never arrived, a missing device)
+    // leaves no empty folder behind.
+    std::error_code ec;
+    if (!output.empty() && !output_existed && std::filesystem::is_empty(output, ec)) {
+      std::filesystem::remove(output, ec);
+    }
+    throw;
+  }
   return 0;
 }
 

@@ -127,6 +127,7 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   keys_ = prefixed;
   const std::string rank_text = "rank " + std::to_string(rank_);
   try {
+    store_->set(arrival_key(generation, rank_), std::vector<uint8_t>{1});
     if (transport_ == Transport::kNccl) {
 #if DPTRAIN_WITH_NCCL
       // NCCL binds its communicator to the current device.
@@ -155,12 +156,39 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
+    const std::vector<int> missing = never_arrived(*store_, generation, world_size_);
+    const std::string absent = missing.empty() ? "" : rank_list(missing) + " never arrived; ";
     throw Error(ErrorCode::kDistributed,
                 rank_text + ": could not connect to the other " + std::to_string(world_size_ - 1) +
                     " ranks over " + transport_name(transport_) + " within " + seconds(timeout) +
-                    ": " + message_of(e),
+                    ": " + absent + message_of(e),
                 "every rank must start and reach this point; see the other ranks' errors");
   }
+}
+
+std::string arrival_key(int generation, int rank) {
+  return "dptrain/" + std::to_string(generation) + "/arrived/" + std::to_string(rank);
+}
+
+std::vector<int> never_arrived(c10d::Store& store, int generation, int world) {
+  std::vector<int> missing;
+  try {
+    for (int r = 0; r < world; ++r) {
+      if (!store.check({arrival_key(generation, r)})) missing.push_back(r);
+    }
+  } catch (const std::exception&) {
+    return {};  // the store is gone too: nothing to say about the ranks
+  }
+  return missing;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string list;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) list += i + 1 == ranks.size() ? " and " : ", ";
+    list += std::to_string(ranks[i]);
+  }
+  return (ranks.size() == 1 ? "rank " : "ranks ") + list;
 }
 
 Communicator::~Communicator() = default;

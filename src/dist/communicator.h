@@ -22,6 +22,14 @@ const char* transport_name(Transport transport);
 // Whether this LibTorch build has NCCL (the CUDA builds do; Debian's CPU build does not).
 bool nccl_available();
 
+// The store key (under no prefix) that rank `rank` of restart `generation` sets on reaching the
+// rendezvous: what a failed rendezvous reads to name the ranks that never came.
+std::string arrival_key(int generation, int rank);
+// The ranks below `world` whose arrival key `store` lacks ({} when the store cannot be read).
+std::vector<int> never_arrived(c10d::Store& store, int generation, int world);
+// "ranks 2 and 3", "rank 1".
+std::string rank_list(const std::vector<int>& ranks);
+
 class Communicator {
  public:
   // Joins the job `info` describes: serves the store (rank 0, unless the launcher does) or connects

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/torch_compat.h"
+#include "dist/communicator.h"
 
 extern char** environ;
 
@@ -271,6 +272,23 @@ int job_status(const JobEnd& end, int world, const std::vector<std::string>& res
   return first.status;
 }
 
+// After a failed attempt, the first node's launcher names the ranks that never reached the
+// rendezvous (a node that was not started, or started with another --master-port).
+void name_absent_ranks(c10d::Store& store, int restart, const LocalLaunch& launch) {
+  const std::vector<int> missing =
+      never_arrived(store, restart, launch.nnodes * launch.local_ranks);
+  if (missing.empty()) return;
+  std::vector<int> nodes;
+  for (const int r : missing) {
+    const int node = r / launch.local_ranks;
+    if (nodes.empty() || nodes.back() != node) nodes.push_back(node);
+  }
+  std::string node_list;
+  for (const int n : nodes) node_list += (node_list.empty() ? "" : ", ") + std::to_string(n);
+  spdlog::error("ddp: {} (node{} {}) never reached the rendezvous", rank_list(missing),
+                nodes.size() == 1 ? "" : "s", node_list);
+}
+
 }  // namespace
 
 int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch) {
@@ -291,6 +309,7 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
     RankSet ranks =
         start_ranks(restart == 0 ? argv : launch.restart_argv, launch, addr, port, restart);
     const JobEnd end = supervise(ranks, launch.grace);
+    if (!end.failures.empty() && store) name_absent_ranks(*store, restart, launch);
     // Ctrl-C and preemption notices end the job; so does the failure after the last restart.
     if (end.failures.empty() || end.interrupts > 0 || end.preempted > 0 ||
         restart >= launch.max_restarts) {

@@ -71,10 +71,6 @@ int pid_of_rank(const std::string& log, int rank) {
   return std::stoi(m[1]);
 }
 
-bool process_exists(int pid) {
-  return ::kill(pid, 0) == 0 || errno != ESRCH;
-}
-
 std::vector<std::string> torchrun_env(int rank, int world, int port) {
   return {"RANK=" + std::to_string(rank),
           "WORLD_SIZE=" + std::to_string(world),
@@ -179,7 +175,7 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
   CHECK_THAT(result.err, ContainsSubstring("ddp: rank 1 of 2 (pid " + std::to_string(rank1) +
                                            ") was killed by signal 9 (Killed); the other ranks "
                                            "were stopped"));
-  CHECK_FALSE(process_exists(rank0));
+  CHECK_FALSE(process_alive(rank0));
 }
 
 TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, naming itself",

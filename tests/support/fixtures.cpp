@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <fcntl.h>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -219,6 +220,25 @@ std::string shell_words(const std::vector<std::string>& args) {
   std::string line;
   for (const auto& a : args) line += (line.empty() ? "'" : " '") + a + "'";
   return line;
+}
+
+bool process_alive(int pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // "pid (comm) S ...": the state follows the last ')'.
+  const auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
+bool process_ends(int pid, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (process_alive(pid)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 }  // namespace dptrain::testing

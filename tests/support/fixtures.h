@@ -56,6 +56,11 @@ std::string shell_words(const std::vector<std::string>& args);
 ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {},
                           const std::vector<std::string>& env = {});
 
+// Whether process `pid` still runs: a zombie (ended, its parent not yet waiting for it) does not.
+bool process_alive(int pid);
+// Waits up to `timeout_s` for process `pid` to end; whether it did.
+bool process_ends(int pid, double timeout_s);
+
 // A TCP port that nothing on this machine listens on right now.
 int free_port();
 

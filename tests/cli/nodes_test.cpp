@@ -1,0 +1,97 @@
+// dptrain's launcher over two "machines" on this one (--nnodes 2, two launchers of two ranks
+// each): a node that never starts is named, and a node that dies ends the other within the
+// timeout, leaving no process and no empty run folder.
+#include "support/catch.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "support/fixtures.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+std::vector<std::string> node(const TempDir& dir, int node_rank, int port,
+                              const std::filesystem::path& out) {
+  std::vector<std::string> args = {"train",
+                                   "--nnodes",
+                                   "2",
+                                   "--node-rank",
+                                   std::to_string(node_rank),
+                                   "--master-addr",
+                                   "127.0.0.1",
+                                   "--master-port",
+                                   std::to_string(port),
+                                   "--output",
+                                   out.string()};
+  for (const std::string& setting :
+       {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=40"),
+        std::string("train.epochs=50"), std::string("runtime.threads=1"),
+        std::string("parallel.backend=ddp"), std::string("parallel.devices=[\"cpu\",\"cpu\"]"),
+        std::string("parallel.timeout_s=5"), std::string("log.every_steps=1")}) {
+    args.insert(args.end(), {"--set", setting});
+  }
+  return args;
+}
+
+std::vector<int> rank_pids(const std::string& log) {
+  static const std::regex started(R"(ddp: rank \d+ started \(pid (\d+)\))");
+  std::vector<int> pids;
+  for (std::sregex_iterator it(log.begin(), log.end(), started), end; it != end; ++it) {
+    pids.push_back(std::stoi((*it)[1]));
+  }
+  return pids;
+}
+
+bool process_exists(int pid) {
+  return ::kill(pid, 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a node that never starts is named, and its run leaves no empty folder",
+          "[cli][ddp][nodes]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  const auto out = dir / "run";
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_dptrain(shell_words(node(dir, 0, free_port(), out)));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(result.err);
+  CHECK(result.status == 8);
+  CHECK_THAT(result.err, ContainsSubstring("ddp: ranks 2 and 3 (node 1) never reached the "
+                                           "rendezvous"));
+  CHECK_THAT(result.err, ContainsSubstring("ranks 2 and 3 never arrived"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK(seconds < 60);
+}
+
+TEST_CASE(
+    "a node whose launcher is killed ends the other node within the timeout, leaving no "
+    "process",
+    "[cli][ddp][nodes]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  const int port = free_port();
+  BackgroundRun node0(node(dir, 0, port, dir / "run"));
+  BackgroundRun node1(node(dir, 1, port, dir / "run1"));
+  REQUIRE(node0.wait_for_stderr("epoch 1 step 3/10", 90));
+  const std::vector<int> pids1 = rank_pids(node1.stderr_text());
+  REQUIRE(pids1.size() == 2);
+  const auto killed = std::chrono::steady_clock::now();
+  node1.signal(SIGKILL);
+  const auto result = node0.finish(/*timeout_s=*/5 + 10);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  INFO(result.err);
+  CHECK(result.status == 8);
+  CHECK(seconds < 15);
+  for (const int pid : rank_pids(result.err)) CHECK_FALSE(process_alive(pid));
+  // Node 1's ranks die with their launcher.
+  for (const int pid : pids1) CHECK(process_ends(pid, /*timeout_s=*/5));
+}
