@@ -25,6 +25,7 @@
 
 #include <cstdlib>
 
+#include "core/collective_wait.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/torch_compat.h"
@@ -218,6 +219,7 @@ Communicator::Pending::Pending(c10::intrusive_ptr<c10d::Work> work, const Commun
 
 void Communicator::Pending::wait() {
   try {
+    const core::CollectiveWait waiting(what_);
     work_->wait();
   } catch (const std::exception& e) {
     owner_->fail(what_, e);
@@ -245,6 +247,7 @@ void Communicator::broadcast(const torch::Tensor& tensor, int root, const std::s
   c10d::BroadcastOptions options;
   options.rootRank = root;
   try {
+    const core::CollectiveWait waiting(what);
     group_->collectives->broadcast(tensors, options)->wait();
   } catch (const std::exception& e) {
     fail(what, e);

@@ -142,3 +142,30 @@ TEST_CASE("restarts need the run's folder and one machine", "[cli][restart]") {
              ContainsSubstring("restarts resume from the run's checkpoints, but there is no "
                                "--output"));
 }
+
+TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s, not the timeout",
+          "[cli][restart]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  auto args = job(dir, 2, dir / "run");
+  args.insert(args.end(), {"--set", "parallel.timeout_s=120"});
+  BackgroundRun run(args);
+  const int stuck = pid_of_rank(run, 1, 1);
+  REQUIRE(run.wait_for_stderr("epoch 1 step 7/100", 60));
+  ::kill(stuck, SIGSTOP);  // rank 0 now waits for it in its next all-reduce
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto noticed = std::chrono::steady_clock::now();
+  run.signal(SIGTERM);  // as torchrun and SLURM stop a job's workers
+  const auto result = run.finish(60);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count();
+  INFO(result.err);
+  // The stopped rank is the culprit: the launcher kills it after the others have stopped.
+  CHECK(result.status == 128 + SIGKILL);
+  CHECK_THAT(result.err, ContainsSubstring("ddp: rank 1 of 2 (pid " + std::to_string(stuck) +
+                                           ") was killed by signal 9 (Killed)"));
+  CHECK_THAT(result.err, ContainsSubstring("SIGTERM (a preemption notice) came while this rank "
+                                           "waited for the all-reduce of gradient bucket 0"));
+  // 10 s for the notice, 5 s for the launcher's grace before it kills the stopped rank.
+  CHECK(seconds < 25);
+}
