@@ -47,10 +47,6 @@ std::vector<int> rank_pids(const std::string& log) {
   return pids;
 }
 
-bool process_exists(int pid) {
-  return ::kill(pid, 0) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("a node that never starts is named, and its run leaves no empty folder",
