@@ -205,6 +205,7 @@ struct JobEnd {
   std::vector<Outcome> failures;
   int preempted = 0;   // ranks that stopped for a preemption notice, with a checkpoint
   int interrupts = 0;  // Ctrl-Cs the launcher received
+  int notices = 0;     // preemption notices the launcher received (and forwarded)
 };
 
 // Waits for every rank, forwarding Ctrl-C and preemption notices. The first failure stops the
@@ -224,6 +225,7 @@ JobEnd supervise(RankSet& ranks, std::chrono::milliseconds grace) {
       // Every notice goes on: ranks take it once and finish with a checkpoint; a scheduler that
       // will not wait sends SIGKILL itself.
       preemptions = g_preemption_count;
+      end.notices = preemptions;
       ranks.signal_all(static_cast<int>(g_preemption));
     }
     if (auto ended = ranks.reap()) {
@@ -310,8 +312,10 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
         start_ranks(restart == 0 ? argv : launch.restart_argv, launch, addr, port, restart);
     const JobEnd end = supervise(ranks, launch.grace);
     if (!end.failures.empty() && store) name_absent_ranks(*store, restart, launch);
-    // Ctrl-C and preemption notices end the job; so does the failure after the last restart.
-    if (end.failures.empty() || end.interrupts > 0 || end.preempted > 0 ||
+    // Ctrl-C and preemption notices end the job (the scheduler is taking the machine, even when a
+    // rank stuck in a collective could not stop with a checkpoint); so does the failure after the
+    // last restart.
+    if (end.failures.empty() || end.interrupts > 0 || end.preempted > 0 || end.notices > 0 ||
         restart >= launch.max_restarts) {
       return job_status(end, world, restarts);
     }

@@ -148,7 +148,8 @@ TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s,
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   auto args = job(dir, 2, dir / "run");
-  args.insert(args.end(), {"--set", "parallel.timeout_s=120"});
+  // Restarts allowed, yet a preemption notice ends the job: the scheduler takes the machine.
+  args.insert(args.end(), {"--set", "parallel.timeout_s=120", "--max-restarts", "2"});
   BackgroundRun run(args);
   const int stuck = pid_of_rank(run, 1, 1);
   REQUIRE(run.wait_for_stderr("epoch 1 step 7/100", 60));
@@ -166,6 +167,7 @@ TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s,
                                            ") was killed by signal 9 (Killed)"));
   CHECK_THAT(result.err, ContainsSubstring("SIGTERM (a preemption notice) came while this rank "
                                            "waited for the all-reduce of gradient bucket 0"));
+  CHECK_THAT(result.err, !ContainsSubstring("restart 1 of 2"));
   // 10 s for the notice, 5 s for the launcher's grace before it kills the stopped rank.
   CHECK(seconds < 25);
 }
