@@ -43,7 +43,7 @@ int max_restarts(const cli::Command& command, const config::Config& config) {
         "--nnodes " +
             std::to_string(command.nodes.nnodes) +
             " every node's ranks would have to restart together",
-        "across machines let the scheduler restart the job: torchrun --max-restarts, or "
+        "across machines let the scheduler restart the job: torchrun --max_restarts, or "
         "SLURM's requeue (see the README's Restarts section)");
   }
   if (!command.output_dir && config.checkpoint.dir.empty()) {

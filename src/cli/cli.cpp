@@ -41,7 +41,7 @@ void add_node_options(CLI::App& sub, MultiNode& nodes) {
 void add_restart_option(CLI::App& sub, Command& command) {
   sub.add_option("--max-restarts", command.max_restarts,
                  "ddp under dptrain's launcher: when a rank fails, start every rank again from "
-                 "the newest checkpoint, up to N times (as torchrun's --max-restarts; default: "
+                 "the newest checkpoint, up to N times (as torchrun's --max_restarts; default: "
                  "parallel.max_restarts)")
       ->check(CLI::Range(0, 1000));
 }

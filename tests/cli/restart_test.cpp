@@ -141,6 +141,14 @@ TEST_CASE("restarts need the run's folder and one machine", "[cli][restart]") {
   CHECK_THAT(no_output.err,
              ContainsSubstring("restarts resume from the run's checkpoints, but there is no "
                                "--output"));
+  const auto nodes = run_dptrain(
+      "train --set parallel.backend=ddp --set 'parallel.devices=[\"cpu\",\"cpu\"]' --nnodes 2 "
+      "--node-rank 0 --master-addr 127.0.0.1 --master-port 29999 --output /nonexistent/x "
+      "--max-restarts 1");
+  CHECK(nodes.status == 2);
+  CHECK_THAT(nodes.err, ContainsSubstring("restarts (--max-restarts, parallel.max_restarts) are "
+                                          "for one machine: with --nnodes 2"));
+  CHECK_THAT(nodes.err, ContainsSubstring("torchrun --max_restarts, or SLURM's requeue"));
 }
 
 TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s, not the timeout",
