@@ -295,15 +295,14 @@ std::filesystem::path Checkpointer::save(const std::string& name, const Progress
   return path;
 }
 
-bool Checkpointer::within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
+void Checkpointer::within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
                                 const std::function<Progress()>& progress,
                                 parallel::Backend& backend,
                                 const torch::optim::Optimizer& optimizer) {
   const int64_t every = config_.checkpoint.every_steps;
-  if (every <= 0 || global_step % every != 0) return false;
+  if (every <= 0 || global_step % every != 0) return;
   save(checkpoint_name(epoch, steps_done), progress(), backend, optimizer);
   if (writer_) prune_checkpoints(dir_, config_.checkpoint.keep_last);
-  return true;
 }
 
 void Checkpointer::after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,

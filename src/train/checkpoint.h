@@ -67,8 +67,8 @@ class Checkpointer {
                              parallel::Backend& backend, const torch::optim::Optimizer& optimizer);
   // Within an epoch after each optimizer step (`global_step` of them so far): every
   // checkpoint.every_steps steps, the checkpoint a preemption would write (keep_last applies).
-  // Returns whether it was due; every rank may call, and calls `progress` only when it is due.
-  bool within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
+  // Every rank may call; `progress` is called only when one is due.
+  void within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
                     const std::function<Progress()>& progress, parallel::Backend& backend,
                     const torch::optim::Optimizer& optimizer);
   // After the evaluation of `epoch` (1-based), with `progress` pointing at the next one; `last`:

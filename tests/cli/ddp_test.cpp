@@ -5,7 +5,6 @@
 
 #include <csignal>
 #include <iostream>
-#include <regex>
 
 #include "core/fs.h"
 #include "dist/communicator.h"
@@ -65,10 +64,9 @@ std::vector<std::string> long_local_job(const DdpData& data, const std::filesyst
 }
 
 int pid_of_rank(const std::string& log, int rank) {
-  std::smatch m;
-  const std::regex started("ddp: rank " + std::to_string(rank) + R"( started \(pid (\d+)\))");
-  REQUIRE(std::regex_search(log, m, started));
-  return std::stoi(m[1]);
+  const std::vector<int> pids = started_rank_pids(log, rank);
+  REQUIRE(pids.size() == 1);
+  return pids.front();
 }
 
 std::vector<std::string> torchrun_env(int rank, int world, int port) {

@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <regex>
 #include <thread>
 
 #include "support/fixtures.h"
@@ -36,15 +35,6 @@ std::vector<std::string> node(const TempDir& dir, int node_rank, int port,
     args.insert(args.end(), {"--set", setting});
   }
   return args;
-}
-
-std::vector<int> rank_pids(const std::string& log) {
-  static const std::regex started(R"(ddp: rank \d+ started \(pid (\d+)\))");
-  std::vector<int> pids;
-  for (std::sregex_iterator it(log.begin(), log.end(), started), end; it != end; ++it) {
-    pids.push_back(std::stoi((*it)[1]));
-  }
-  return pids;
 }
 
 }  // namespace
@@ -77,7 +67,7 @@ TEST_CASE(
   BackgroundRun node0(node(dir, 0, port, dir / "run"));
   BackgroundRun node1(node(dir, 1, port, dir / "run1"));
   REQUIRE(node0.wait_for_stderr("epoch 1 step 3/10", 90));
-  const std::vector<int> pids1 = rank_pids(node1.stderr_text());
+  const std::vector<int> pids1 = started_rank_pids(node1.stderr_text());
   REQUIRE(pids1.size() == 2);
   const auto killed = std::chrono::steady_clock::now();
   node1.signal(SIGKILL);
@@ -87,7 +77,7 @@ TEST_CASE(
   INFO(result.err);
   CHECK(result.status == 8);
   CHECK(seconds < 15);
-  for (const int pid : rank_pids(result.err)) CHECK_FALSE(process_alive(pid));
+  for (const int pid : started_rank_pids(result.err)) CHECK_FALSE(process_alive(pid));
   // Node 1's ranks die with their launcher.
   for (const int pid : pids1) CHECK(process_ends(pid, /*timeout_s=*/5));
 }

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <regex>
 #include <thread>
 
 #include "core/fs.h"
@@ -37,13 +36,9 @@ std::vector<std::string> job(const TempDir& dir, int world, const std::filesyste
 
 // The pid of `rank` in its `start`-th start (1: the first), from the launcher's log.
 int pid_of_rank(BackgroundRun& run, int rank, int start) {
-  const std::regex started("ddp: rank " + std::to_string(rank) + " started \\(pid (\\d+)\\)");
   for (int waited = 0; waited < 600; ++waited) {
-    const std::string log = run.stderr_text();
-    int seen = 0;
-    for (std::sregex_iterator it(log.begin(), log.end(), started), end; it != end; ++it) {
-      if (++seen == start) return std::stoi((*it)[1]);
-    }
+    const std::vector<int> pids = started_rank_pids(run.stderr_text(), rank);
+    if (pids.size() >= static_cast<size_t>(start)) return pids[static_cast<size_t>(start) - 1];
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   FAIL("rank " << rank << " did not start a " << start << "th time:\n" << run.stderr_text());

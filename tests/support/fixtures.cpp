@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -220,6 +221,15 @@ std::string shell_words(const std::vector<std::string>& args) {
   std::string line;
   for (const auto& a : args) line += (line.empty() ? "'" : " '") + a + "'";
   return line;
+}
+
+std::vector<int> started_rank_pids(const std::string& log, int rank) {
+  static const std::regex started(R"(ddp: rank (\d+) started \(pid (\d+)\))");
+  std::vector<int> pids;
+  for (std::sregex_iterator it(log.begin(), log.end(), started), end; it != end; ++it) {
+    if (rank < 0 || std::stoi((*it)[1]) == rank) pids.push_back(std::stoi((*it)[2]));
+  }
+  return pids;
 }
 
 bool process_alive(int pid) {

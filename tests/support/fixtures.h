@@ -56,6 +56,10 @@ std::string shell_words(const std::vector<std::string>& args);
 ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& cwd = {},
                           const std::vector<std::string>& env = {});
 
+// The pids dptrain's launcher logged as started ("ddp: rank R started (pid P)"), in the order it
+// started them; `rank` -1: every rank's.
+std::vector<int> started_rank_pids(const std::string& log, int rank = -1);
+
 // Whether process `pid` still runs: a zombie (ended, its parent not yet waiting for it) does not.
 bool process_alive(int pid);
 // Waits up to `timeout_s` for process `pid` to end; whether it did.
