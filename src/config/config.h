@@ -70,6 +70,7 @@ struct ParallelConfig {
   double bucket_mb = 25;     // ddp: gradient bucket size, as DDP's bucket_cap_mb
   double timeout_s = 600;    // ddp: how long a rank waits for the others
   int64_t max_restarts = 0;  // ddp under dptrain's launcher: restarts after a rank fails
+  int64_t zero_stage = 0;    // ddp: 1 shards the optimizer's state over the ranks, 2 gradients too
 };
 
 struct EarlyStoppingConfig {

@@ -78,6 +78,11 @@ void check_devices(const Checker& check, const ParallelConfig& p) {
     check.fail("parallel.devices", "\"auto\" stands for every GPU and must be the only entry",
                "use [\"auto\"], or name each device: [\"cuda:0\", \"cuda:1\"]");
   }
+  if (p.zero_stage > 0 && p.backend != Backend::kDdp) {
+    check.fail("parallel.zero_stage",
+               "shards over the ranks of the ddp backend, not \"" + name_of(p.backend) + "\"",
+               "use parallel.backend \"ddp\", or zero_stage 0");
+  }
   if (p.output_device.empty()) return;
   if (p.backend != Backend::kDp) {
     check.fail("parallel.output_device",

@@ -265,6 +265,11 @@ std::vector<KeySpec> train_and_parallel_keys() {
           "ddp under dptrain's launcher: when a rank fails or hangs, every rank starts again "
           "from the newest checkpoint, up to N times; see [Restarts](#restarts-after-a-failure)",
           kMaxRestarts),
+      integer(KEY(parallel.zero_stage), 0,
+              "ddp: 0 keeps the optimizer's state and gradients whole on every rank; 1 shards the "
+              "optimizer's state over the ranks (ZeRO stage 1), 2 the gradients too; see "
+              "[Sharded training](#sharded-training-zero)",
+              /*max=*/2),
   };
 }
 

@@ -7,6 +7,8 @@
 #include <torch/version.h>
 
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace c10d {
 class Backend;
@@ -87,5 +89,18 @@ inline void set_autocast_dtype(c10::DeviceType type, at::ScalarType dtype) {
   }
 }
 #endif
+
+// The key of a parameter's entry in Optimizer::state(): its TensorImpl's address as text in 1.13,
+// the address itself in later versions. Told apart by the map's key type, not by version number.
+using OptimizerStateKey =
+    typename std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+template <typename Key = OptimizerStateKey>  // a template, so that only one branch is compiled
+Key optimizer_state_key(const torch::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    return c10::guts::to_string(param.unsafeGetTensorImpl());
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
 
 }  // namespace dptrain::core::compat

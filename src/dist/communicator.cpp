@@ -254,6 +254,44 @@ void Communicator::broadcast(const torch::Tensor& tensor, int root, const std::s
   }
 }
 
+void Communicator::all_gather(const torch::Tensor& flat, const torch::Tensor& shard,
+                              const std::string& what) {
+  std::vector<torch::Tensor> inputs = {shard};
+  try {
+    const core::CollectiveWait waiting(what);
+    if (transport_ == Transport::kNccl) {
+      torch::Tensor output = flat;
+      group_->collectives->_allgather_base(output, inputs[0])->wait();
+    } else {
+      std::vector<std::vector<torch::Tensor>> outputs(1);
+      for (int r = 0; r < world_size_; ++r) {
+        outputs[0].push_back(flat.narrow(0, r * shard.numel(), shard.numel()));
+      }
+      group_->collectives->allgather(outputs, inputs)->wait();
+    }
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+Communicator::Pending Communicator::reduce_scatter_async(const torch::Tensor& shard,
+                                                         const torch::Tensor& flat,
+                                                         const std::string& what) {
+  if (transport_ != Transport::kNccl) {
+    throw Error(ErrorCode::kNotSupported,
+                "rank " + std::to_string(rank_) + ": " + what + " needs NCCL's reduce-scatter",
+                "this is a bug in dptrain: over Gloo, all-reduce and keep this rank's chunk");
+  }
+  try {
+    torch::Tensor output = shard;
+    torch::Tensor input = flat;
+    auto work = group_->collectives->_reduce_scatter_base(output, input);
+    return Pending(std::move(work), this, what);
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
 std::vector<std::string> Communicator::all_gather_text(const std::string& key,
                                                        const std::string& mine) {
   const std::string prefix = "text/" + key + "/";

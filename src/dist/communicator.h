@@ -68,6 +68,14 @@ class Communicator {
   Pending all_reduce_async(const torch::Tensor& tensor, const std::string& what);
   void all_reduce(const torch::Tensor& tensor, const std::string& what);
   void broadcast(const torch::Tensor& tensor, int root, const std::string& what);
+  // Every rank's `shard` end to end in `flat` (world_size() * shard.numel() elements, rank order).
+  // NCCL gathers straight into `flat`; Gloo, which has no flat all-gather in LibTorch 1.13, into
+  // views of its equal chunks. Chosen by transport, never by catching a failed collective.
+  void all_gather(const torch::Tensor& flat, const torch::Tensor& shard, const std::string& what);
+  // NCCL only: `shard` becomes chunk rank() of the sum over the ranks of `flat` (world_size() *
+  // shard.numel() elements). Gloo callers all-reduce and keep their chunk instead.
+  Pending reduce_scatter_async(const torch::Tensor& shard, const torch::Tensor& flat,
+                               const std::string& what);
   // Every rank's `mine`, in rank order, through the store (small strings: device names).
   std::vector<std::string> all_gather_text(const std::string& key, const std::string& mine);
 

@@ -6,10 +6,16 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dptrain::parallel {
+
+// Builds an optimizer of the configured kind over some tensors.
+using OptimizerFactory =
+    std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)>;
 
 class Backend {
  public:
@@ -23,8 +29,20 @@ class Backend {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
 
-  // The parameters the optimizer steps (the master copy).
+  // The model's parameters (the master copy): what checkpoints, evaluation and model files read.
   virtual std::vector<torch::Tensor> parameters() = 0;
+  // The optimizer the trainer steps: one from `make` over parameters(), or under ZeRO one that
+  // steps this rank's shard and keeps every rank's parameters equal.
+  virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerFactory& make) {
+    return make(parameters());
+  }
+  // The tensors whose .grad the optimizer reads after synchronize_gradients(): the parameters, or
+  // under ZeRO this rank's shard. Unscaling and clipping work on these.
+  virtual std::vector<torch::Tensor> optimizer_parameters() { return parameters(); }
+  // Whether optimizer_parameters() are a shard, different on each rank: figures taken from their
+  // gradients (a norm, an inf/nan check) must then be summed with sum_over_shards().
+  virtual bool shards_optimizer() const { return false; }
+  virtual double sum_over_shards(double local) { return local; }
   virtual void set_training(bool training) = 0;
 
   // Whether the backward of the coming training forward completes the step's gradients (true), or
@@ -40,6 +58,8 @@ class Backend {
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
   // Seconds spent so far waiting for gradient communication that backward did not hide.
   virtual double communication_wait_seconds() const { return 0; }
+  // The bytes of gradient storage this rank holds between steps: .grad, ddp's buckets, a shard's.
+  virtual int64_t gradient_bytes();
 };
 
 }  // namespace dptrain::parallel

@@ -1,14 +1,23 @@
 #include "parallel/ddp.h"
 
+#include "parallel/zero_optimizer.h"
+
 namespace dptrain::parallel {
 
 DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
                                                  std::unique_ptr<dist::Communicator> comm,
-                                                 int64_t bucket_bytes)
+                                                 int64_t bucket_bytes, int zero_stage)
     : model_(std::move(model)), device_(device), comm_(std::move(comm)) {
   model_.ptr()->to(device_);
   broadcast_initial_state();
-  reducer_ = std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes);
+  torch::Tensor scatter_into;
+  if (zero_stage > 0) {
+    zero_ =
+        std::make_unique<ZeroShard>(model_.ptr()->parameters(), *comm_, zero_stage, bucket_bytes);
+    if (zero_->reduce_scatters()) scatter_into = zero_->master().grad();
+  }
+  reducer_ =
+      std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes, scatter_into);
   for (const auto& name : comm_->all_gather_text("devices", device_.str())) {
     all_devices_.emplace_back(name);
   }
@@ -29,6 +38,39 @@ void DistributedDataParallel::broadcast_initial_state() {
     t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
     offset += t.numel();
   }
+}
+
+std::unique_ptr<torch::optim::Optimizer> DistributedDataParallel::make_optimizer(
+    const OptimizerFactory& make) {
+  if (!zero_) return make(parameters());
+  return std::make_unique<ZeroOptimizer>(make, *zero_);
+}
+
+std::vector<torch::Tensor> DistributedDataParallel::optimizer_parameters() {
+  if (!zero_) return parameters();
+  return {zero_->master()};
+}
+
+void DistributedDataParallel::synchronize_gradients() {
+  // Stage 2 keeps no whole gradients: neither .grad nor, between steps, the buckets.
+  const bool whole_gradients = !zero_ || zero_->stage() < 2;
+  const bool reducing = sync_ && training_;  // else the hooks were disarmed: .grad accumulates
+  reducer_->finish(/*write_gradients=*/whole_gradients);
+  if (!zero_ || !reducing) return;
+  if (!zero_->reduce_scatters()) zero_->take_gradient_shard(reducer_->buckets());
+  if (whole_gradients) return;
+  reducer_->release_buckets();
+  for (auto& p : parameters()) p.mutable_grad().reset();
+}
+
+int64_t DistributedDataParallel::gradient_bytes() {
+  int64_t bytes = Backend::gradient_bytes();
+  for (const auto& bucket : reducer_->buckets()) bytes += bucket.bytes();
+  if (zero_) {
+    const torch::Tensor& shard = zero_->master().grad();
+    bytes += shard.numel() * static_cast<int64_t>(shard.element_size());
+  }
+  return bytes;
 }
 
 void DistributedDataParallel::set_training(bool training) {

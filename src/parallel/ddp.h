@@ -2,6 +2,8 @@
 // initial parameters are broadcast to every rank; each step's gradients are averaged over the ranks
 // through a GradReducer (flat buckets, all-reduced from autograd hooks as backward goes), so W
 // ranks on B/W samples each take the optimizer step that one device takes on all B.
+// With parallel.zero_stage 1 or 2 a ZeroShard splits the optimizer's state (and at stage 2 the
+// gradients) over the ranks; the trainer sees the same interface.
 #pragma once
 
 #include <memory>
@@ -9,13 +11,15 @@
 #include "dist/communicator.h"
 #include "parallel/backend.h"
 #include "parallel/grad_reducer.h"
+#include "parallel/zero_shard.h"
 
 namespace dptrain::parallel {
 
 class DistributedDataParallel : public Backend {
  public:
   DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
-                          std::unique_ptr<dist::Communicator> comm, int64_t bucket_bytes);
+                          std::unique_ptr<dist::Communicator> comm, int64_t bucket_bytes,
+                          int zero_stage = 0);
 
   std::string name() const override { return "ddp"; }
   std::vector<torch::Device> devices() const override { return all_devices_; }
@@ -24,12 +28,17 @@ class DistributedDataParallel : public Backend {
   int world_size() const override { return comm_->world_size(); }
 
   std::vector<torch::Tensor> parameters() override { return model_.ptr()->parameters(); }
+  std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerFactory& make) override;
+  std::vector<torch::Tensor> optimizer_parameters() override;
+  bool shards_optimizer() const override { return zero_ != nullptr; }
+  double sum_over_shards(double local) override { return zero_ ? zero_->sum(local) : local; }
   void set_training(bool training) override;
   void set_gradient_sync(bool sync) override { sync_ = sync; }
   torch::Tensor forward(const torch::Tensor& input) override;
-  void synchronize_gradients() override { reducer_->finish(); }
+  void synchronize_gradients() override;
   void all_reduce_sum(std::vector<double>& values) override;
   double communication_wait_seconds() const override { return reducer_->wait_seconds(); }
+  int64_t gradient_bytes() override;
 
  private:
   void broadcast_initial_state();
@@ -37,6 +46,7 @@ class DistributedDataParallel : public Backend {
   torch::nn::AnyModule model_;
   torch::Device device_;
   std::unique_ptr<dist::Communicator> comm_;
+  std::unique_ptr<ZeroShard> zero_;  // zero_stage 1 and 2 only
   std::unique_ptr<GradReducer> reducer_;
   std::vector<torch::Device> all_devices_;
   bool training_ = true;

@@ -39,8 +39,13 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
   auto comm = dist::Communicator::join(rank, transport, device, timeout);
   const auto bucket_bytes = static_cast<int64_t>(config.bucket_mb * 1024 * 1024);
-  return std::make_unique<DistributedDataParallel>(std::move(model), device, std::move(comm),
-                                                   bucket_bytes);
+  if (config.zero_stage > 0) {
+    spdlog::info("ddp: ZeRO stage {}: the optimizer's state{} sharded over {} ranks",
+                 config.zero_stage, config.zero_stage >= 2 ? " and the gradients" : "",
+                 rank.world_size);
+  }
+  return std::make_unique<DistributedDataParallel>(
+      std::move(model), device, std::move(comm), bucket_bytes, static_cast<int>(config.zero_stage));
 }
 
 }  // namespace

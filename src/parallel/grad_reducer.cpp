@@ -1,5 +1,7 @@
 #include "parallel/grad_reducer.h"
 
+#include <limits>
+
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -21,8 +23,9 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<int64_t>& para
 }
 
 GradReducer::GradReducer(std::vector<torch::Tensor> params, dist::Communicator& comm,
-                         int64_t bucket_bytes)
-    : comm_(comm) {
+                         int64_t bucket_bytes, torch::Tensor scatter_into)
+    : comm_(comm), scatter_into_(std::move(scatter_into)) {
+  if (scatter_into_.defined()) bucket_bytes = std::numeric_limits<int64_t>::max();
   for (auto& p : params) {
     if (p.requires_grad()) params_.push_back(p);
   }
@@ -48,6 +51,8 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, dist::Communicator& 
       bucket.offsets.push_back(numel);
       numel += params_[i].numel();
     }
+    if (scatter_into_.defined()) numel = scatter_into_.numel() * comm_.world_size();
+    bucket.numel = numel;
     bucket.flat = torch::zeros({numel}, params_.front().options().requires_grad(false));
     buckets_.push_back(std::move(bucket));
   }
@@ -62,7 +67,17 @@ GradReducer::~GradReducer() {
   for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
 }
 
+void GradReducer::release_buckets() {
+  for (auto& bucket : buckets_) bucket.flat = torch::Tensor();
+}
+
 void GradReducer::prepare_for_backward(bool include_accumulated) {
+  for (auto& bucket : buckets_) {
+    // Zeros: the padding of a reduce-scattered bucket is summed and must stay zero.
+    if (!bucket.flat.defined()) {
+      bucket.flat = torch::zeros({bucket.numel}, params_.front().options().requires_grad(false));
+    }
+  }
   include_accumulated_ = include_accumulated;
   ready_.assign(params_.size(), false);
   missing_.clear();
@@ -99,11 +114,16 @@ void GradReducer::launch(size_t b) {
   Bucket& bucket = buckets_[b];
   // Averaging before the sum, as DDP does, keeps low-precision gradients from overflowing.
   bucket.flat.div_(comm_.world_size());
+  if (scatter_into_.defined()) {
+    pending_.push_back(
+        comm_.reduce_scatter_async(scatter_into_, bucket.flat, "the reduce-scatter of gradients"));
+    return;
+  }
   pending_.push_back(comm_.all_reduce_async(
       bucket.flat, "the all-reduce of gradient bucket " + std::to_string(b)));
 }
 
-void GradReducer::finish() {
+void GradReducer::finish(bool write_gradients) {
   if (!armed_) return;
   armed_ = false;
   torch::NoGradGuard no_grad;
@@ -126,6 +146,7 @@ void GradReducer::finish() {
   for (auto& pending : pending_) pending.wait();
   wait_seconds_ += waiting.seconds();
   pending_.clear();
+  if (!write_gradients) return;
   for (const auto& bucket : buckets_) {
     for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
       torch::Tensor& param = params_[bucket.params[slot]];

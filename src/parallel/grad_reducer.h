@@ -6,6 +6,9 @@
 // collectives whatever order its hooks fire in. finish() waits and writes the averages to .grad.
 // Gradient accumulation (DDP's no_sync): backwards outside prepare_for_backward() add into .grad
 // unreduced; the next reduced backward then reduces .grad plus its own gradient, in one go.
+// ZeRO stage 2 (see zero_shard.h) keeps only its shard of the reduced gradients: finish() then
+// leaves .grad alone, the buckets are released between steps, and over NCCL the one bucket is
+// reduce-scattered instead of all-reduced.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,13 +25,19 @@ class GradReducer {
   struct Bucket {
     std::vector<size_t> params;  // indices into the parameter list, in bucket order
     std::vector<int64_t> offsets;
-    torch::Tensor flat;  // on the parameters' device
-    int64_t bytes() const { return flat.numel() * static_cast<int64_t>(flat.element_size()); }
+    int64_t numel = 0;   // the bucket's size, padding included
+    torch::Tensor flat;  // on the parameters' device; undefined while released
+    int64_t bytes() const {
+      return flat.defined() ? flat.numel() * static_cast<int64_t>(flat.element_size()) : 0;
+    }
   };
 
   // Registers a hook on every parameter that requires a gradient; the reducer must outlive the
-  // parameters' backward passes (its destructor removes the hooks).
-  GradReducer(std::vector<torch::Tensor> params, dist::Communicator& comm, int64_t bucket_bytes);
+  // parameters' backward passes (its destructor removes the hooks). `scatter_into` (NCCL, ZeRO
+  // stage 2): every parameter in one bucket, padded with zeros to world_size() times its size,
+  // and reduce-scattered into it rather than all-reduced.
+  GradReducer(std::vector<torch::Tensor> params, dist::Communicator& comm, int64_t bucket_bytes,
+              torch::Tensor scatter_into = {});
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -38,8 +47,11 @@ class GradReducer {
   void prepare_for_backward(bool include_accumulated = false);
   // After backward: launches any bucket still waiting (a parameter that got no gradient this step
   // counts as zero, the same on every rank), waits for all, and leaves in every parameter's .grad
-  // the mean over the ranks of this backward's gradient.
-  void finish();
+  // the mean over the ranks of this backward's gradient (unless `write_gradients` is false: the
+  // means are then in the buckets alone, or in `scatter_into`).
+  void finish(bool write_gradients = true);
+  // Frees the buckets' memory until the next prepare_for_backward() (ZeRO stage 2 between steps).
+  void release_buckets();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // Seconds finish() has spent waiting for all-reduces since construction: the part of
@@ -55,6 +67,7 @@ class GradReducer {
 
   std::vector<torch::Tensor> params_;
   dist::Communicator& comm_;
+  torch::Tensor scatter_into_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket
   std::vector<size_t> slot_of_;    // parameter -> position within its bucket

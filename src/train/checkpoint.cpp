@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/archive_check.h"
+#include "parallel/zero_optimizer.h"
 #include "train/parameters.h"
 
 namespace dptrain::train {
@@ -289,16 +290,17 @@ Checkpointer::Checkpointer(const config::Config& config, std::filesystem::path d
 
 std::filesystem::path Checkpointer::save(const std::string& name, const Progress& progress,
                                          parallel::Backend& backend,
-                                         const torch::optim::Optimizer& optimizer) {
+                                         torch::optim::Optimizer& optimizer) {
   const std::filesystem::path path = dir_ / name;
+  // A ZeRO rank holds a shard of the optimizer's state: every rank sends its shard first.
+  if (auto* zero = dynamic_cast<parallel::ZeroOptimizer*>(&optimizer)) zero->consolidate();
   if (writer_) write_checkpoint(path, config_, progress, backend, optimizer);
   return path;
 }
 
 void Checkpointer::within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
                                 const std::function<Progress()>& progress,
-                                parallel::Backend& backend,
-                                const torch::optim::Optimizer& optimizer) {
+                                parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
   const int64_t every = config_.checkpoint.every_steps;
   if (every <= 0 || global_step % every != 0) return;
   save(checkpoint_name(epoch, steps_done), progress(), backend, optimizer);
@@ -306,8 +308,7 @@ void Checkpointer::within_epoch(int64_t epoch, int64_t steps_done, int64_t globa
 }
 
 void Checkpointer::after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,
-                               parallel::Backend& backend,
-                               const torch::optim::Optimizer& optimizer) {
+                               parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
   const int64_t every = config_.checkpoint.every_epochs;
   // A step checkpoint due at the epoch's last step is this one, whatever every_epochs says.
   const int64_t every_steps = config_.checkpoint.every_steps;

@@ -57,24 +57,24 @@ std::filesystem::path checkpoint_dir(const config::Config& config,
 
 // When a run writes checkpoints: every checkpoint.every_epochs epochs (keeping the newest
 // keep_last), best.pt when the watched figure improves (save_best), and on demand. Only the
-// writer (rank 0) writes; every rank may call.
+// writer (rank 0) writes; every rank calls (a ZeRO optimizer's shards are gathered first).
 class Checkpointer {
  public:
   Checkpointer(const config::Config& config, std::filesystem::path dir, bool writer);
 
   // Writes `name` in the checkpoint folder now; returns its path.
   std::filesystem::path save(const std::string& name, const Progress& progress,
-                             parallel::Backend& backend, const torch::optim::Optimizer& optimizer);
+                             parallel::Backend& backend, torch::optim::Optimizer& optimizer);
   // Within an epoch after each optimizer step (`global_step` of them so far): every
   // checkpoint.every_steps steps, the checkpoint a preemption would write (keep_last applies).
   // Every rank may call; `progress` is called only when one is due.
   void within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
                     const std::function<Progress()>& progress, parallel::Backend& backend,
-                    const torch::optim::Optimizer& optimizer);
+                    torch::optim::Optimizer& optimizer);
   // After the evaluation of `epoch` (1-based), with `progress` pointing at the next one; `last`:
   // the run ends there although epochs remain (train.max_steps).
   void after_epoch(int64_t epoch, bool improved, bool last, const Progress& progress,
-                   parallel::Backend& backend, const torch::optim::Optimizer& optimizer);
+                   parallel::Backend& backend, torch::optim::Optimizer& optimizer);
 
  private:
   const config::Config& config_;

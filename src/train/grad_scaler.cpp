@@ -24,7 +24,9 @@ void GradScaler::unscale(const std::vector<torch::Tensor>& params) {
   // cannot overflow it, and inf - inf gives nan): one value to read back, one wait for the device.
   torch::Tensor total = torch::zeros({}, grads[0].options().dtype(torch::kFloat64));
   for (const auto& g : grads) total += g.sum(torch::kFloat64);
-  found_inf_ = !std::isfinite(total.item<double>());
+  const double local = total.item<double>();
+  // A sum over the ranks is finite exactly when each rank's is (nan and inf survive the sum).
+  found_inf_ = !std::isfinite(shard_sum_ ? shard_sum_(local) : local);
 }
 
 bool GradScaler::step(torch::optim::Optimizer& optimizer,

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace dptrain::train {
@@ -25,6 +26,9 @@ class GradScaler {
   explicit GradScaler(GradScalerOptions options = {});
 
   bool enabled() const { return options_.enabled; }
+  // When each rank unscales only its shard of the gradients (ZeRO), the ranks must agree on inf or
+  // nan, or they would step different steps: `sum` adds a value over the ranks.
+  void agree_across_shards(std::function<double(double)> sum) { shard_sum_ = std::move(sum); }
   double scale() const { return scale_; }
 
   // loss * scale.
@@ -53,6 +57,7 @@ class GradScaler {
   int64_t clean_steps_ = 0;
   bool unscaled_ = false;   // in this step
   bool found_inf_ = false;  // in this step's gradients
+  std::function<double(double)> shard_sum_;
 };
 
 }  // namespace dptrain::train

@@ -24,6 +24,8 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"lr", m.lr},
                       {"skipped_steps", m.skipped_steps},
                       {"loss_scale", m.loss_scale},
+                      {"optimizer_state_bytes", m.optimizer_state_bytes},
+                      {"gradient_bytes", m.gradient_bytes},
                       {"samples_per_sec", m.samples_per_sec()}};
   if (m.has_val) {
     j["val_loss"] = m.val_loss;
@@ -65,6 +67,9 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.lr = j.value("lr", 0.0);
   m.skipped_steps = j.value("skipped_steps", int64_t{0});
   m.loss_scale = j.value("loss_scale", 0.0);
+  // Absent before ZeRO.
+  m.optimizer_state_bytes = j.value("optimizer_state_bytes", std::vector<int64_t>{});
+  m.gradient_bytes = j.value("gradient_bytes", std::vector<int64_t>{});
   return m;
 }
 

@@ -162,11 +162,18 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   torch::nn::AnyModule model = model::make_model(config.model);
   s.parameter_specs = model::parameter_specs(*model.ptr());
   s.backend = parallel::make_backend(config.parallel, std::move(model), rank);
-  s.optimizer = optim::make_optimizer(config.optimizer, s.backend->parameters());
+  s.optimizer =
+      s.backend->make_optimizer([optimizer = config.optimizer](std::vector<torch::Tensor> params) {
+        return optim::make_optimizer(optimizer, std::move(params));
+      });
   check_precision_devices(config.precision, s.backend->devices());
   s.autocast = autocast_dtype(config.precision);
   s.scaler =
       GradScaler(GradScalerOptions{/*enabled=*/config.precision == config::Precision::kFp16});
+  if (s.backend->shards_optimizer()) {
+    s.scaler.agree_across_shards(
+        [backend = s.backend.get()](double local) { return backend->sum_over_shards(local); });
+  }
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
 
   attach_loaders(config, s);

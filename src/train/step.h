@@ -24,8 +24,15 @@ struct MicroBatchOutput {
 MicroBatchOutput accumulate_micro_batch(Session& s, const torch::Tensor& images,
                                         const torch::Tensor& labels, int64_t index, int64_t group);
 
-// After the group's last micro-batch; false if the loss scaler skipped the step.
+// After the group's last micro-batch; false if the loss scaler skipped the step. `params`: the
+// backend's optimizer_parameters().
 bool take_optimizer_step(Session& s, const std::vector<torch::Tensor>& params, double lr);
+
+// Scales the gradients of `params` so that their norm over every rank's shard is at most
+// `max_norm`, as clip_grad_norm_ does unsharded (which it is, when the backend shards nothing);
+// returns the norm before clipping. Every rank calls it.
+double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm,
+                          parallel::Backend& backend);
 
 // How many micro-batches the step that begins at batch `first` of an epoch of `batches` takes:
 // `k`, or what is left at the epoch's end.

@@ -15,6 +15,7 @@
 #include "core/torch_compat.h"
 #include "model/state_dict.h"
 #include "parallel/devices.h"
+#include "parallel/zero_optimizer.h"
 #include "train/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
@@ -75,6 +76,23 @@ void reduce_epoch(parallel::Backend& backend, const DeviceSums& device_sums, Epo
   if (!out.preempted && out.sums.samples > 0) {
     m.train_loss = out.sums.loss / static_cast<double>(out.sums.samples);
     m.train_acc = static_cast<double>(out.sums.correct) / static_cast<double>(out.sums.samples);
+  }
+}
+
+// Each rank's optimizer-state and gradient bytes, gathered into every rank's record.
+void measure_memory(Session& s, EpochMetrics& m) {
+  parallel::Backend& backend = *s.backend;
+  const auto world = static_cast<size_t>(backend.world_size());
+  const auto me = static_cast<size_t>(backend.rank());
+  std::vector<double> bytes(2 * world, 0.0);  // exact: far below 2^53
+  bytes[me] = static_cast<double>(parallel::optimizer_state_bytes(*s.optimizer));
+  bytes[world + me] = static_cast<double>(backend.gradient_bytes());
+  backend.all_reduce_sum(bytes);
+  m.optimizer_state_bytes.assign(world, 0);
+  m.gradient_bytes.assign(world, 0);
+  for (size_t r = 0; r < world; ++r) {
+    m.optimizer_state_bytes[r] = static_cast<int64_t>(bytes[r]);
+    m.gradient_bytes[r] = static_cast<int64_t>(bytes[world + r]);
   }
 }
 
@@ -149,7 +167,7 @@ EpochOutcome train_epoch(Session& s, const EpochPlan& plan, const Progress* resu
   s.train_loader->start_epoch(plan.epoch);
   for (int64_t k = 0; k < m.steps; ++k) s.train_loader->next();  // trained on before the stop
   core::Stopwatch timer;
-  const std::vector<torch::Tensor> params = backend.parameters();
+  const std::vector<torch::Tensor> params = backend.optimizer_parameters();
   while (auto batch = s.train_loader->next()) {
     const int64_t index = m.steps % s.accumulate;
     const int64_t group = group_size(m.steps - index, steps, s.accumulate);
@@ -183,6 +201,7 @@ EpochOutcome train_epoch(Session& s, const EpochPlan& plan, const Progress* resu
   m.global_step = global_step;
   if (s.scaler.enabled()) m.loss_scale = s.scaler.scale();
   reduce_epoch(backend, device_sums, out);
+  measure_memory(s, m);
   return out;
 }
 

@@ -1,0 +1,28 @@
+// The per-parameter state of dptrain's optimizers (SGD's momentum buffer; Adam's and AdamW's step
+// count and moments) as plain tensors, so that ZeRO can cut it into shards and join it again, and
+// so that its size can be reported. LibTorch keeps it in a map keyed by the parameter.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace dptrain::optim {
+
+struct ParamState {
+  int64_t step = 0;                    // Adam, AdamW: the steps taken; SGD: 0
+  std::vector<torch::Tensor> tensors;  // SGD: {momentum}; Adam, AdamW: {exp_avg, exp_avg_sq}
+};
+
+// `param`'s state in `optimizer`, or nothing before its first step (or SGD without momentum).
+std::optional<ParamState> read_param_state(const torch::optim::Optimizer& optimizer,
+                                           const torch::Tensor& param);
+// Sets `param`'s state in `optimizer` (an optimizer of the kind that `state` was read from).
+void write_param_state(torch::optim::Optimizer& optimizer, const torch::Tensor& param,
+                       const ParamState& state);
+// The bytes of every state tensor `optimizer` holds.
+int64_t state_bytes(const torch::optim::Optimizer& optimizer);
+
+}  // namespace dptrain::optim

@@ -1,0 +1,49 @@
+// ZeRO's one flat, padded view of a model's parameters: the parameters end to end in the gradient
+// buckets' order (so that each bucket is one contiguous range of it and a rank's gradients come
+// straight out of the buckets), padded with zeros to W equal shards of ceil(N / W) elements.
+// Rank r owns elements [r * S, (r + 1) * S), whatever tensors they belong to: shards split tensors,
+// so that every rank holds the same share (not whole tensors per rank, as PyTorch's
+// ZeroRedundancyOptimizer does).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dptrain::parallel {
+
+class FlatLayout {
+ public:
+  // `numels`: each parameter's size, in the model's order; `order`: the parameter indices in flat
+  // order (every index once).
+  FlatLayout(const std::vector<int64_t>& numels, std::vector<size_t> order, int world, int rank);
+
+  int64_t numel() const { return numel_; }              // N: the parameters alone
+  int64_t shard_numel() const { return shard_numel_; }  // S = ceil(N / W)
+  int64_t padded_numel() const { return shard_numel_ * world_; }
+  int64_t shard_begin() const { return shard_numel_ * rank_; }
+  int world() const { return world_; }
+  int rank() const { return rank_; }
+  const std::vector<size_t>& order() const { return order_; }
+  // Where parameter `param` (model order) starts in the flat.
+  int64_t offset(size_t param) const { return offsets_.at(param); }
+
+  // Per-parameter tensors (model order, any shapes) end to end in flat order, then zero padding.
+  torch::Tensor flatten(const std::vector<torch::Tensor>& per_param) const;
+  // Views of `flat` shaped like each tensor of `like` (model order): flatten's inverse.
+  std::vector<torch::Tensor> unflatten(const torch::Tensor& flat,
+                                       const std::vector<torch::Tensor>& like) const;
+  // This rank's shard of a padded flat tensor (a view).
+  torch::Tensor own_shard(const torch::Tensor& flat) const;
+
+ private:
+  std::vector<size_t> order_;
+  std::vector<int64_t> offsets_;
+  int64_t numel_ = 0;
+  int64_t shard_numel_ = 0;
+  int world_;
+  int rank_;
+};
+
+}  // namespace dptrain::parallel

@@ -1,0 +1,96 @@
+#include "parallel/zero_optimizer.h"
+
+#include "core/error.h"
+#include "optim/param_state.h"
+
+namespace dptrain::parallel {
+
+ZeroOptimizer::ZeroOptimizer(OptimizerFactory make, ZeroShard& shard)
+    : ZeroOptimizer(make, shard, make({shard.master()})) {}
+
+ZeroOptimizer::ZeroOptimizer(OptimizerFactory make, ZeroShard& shard,
+                             std::unique_ptr<torch::optim::Optimizer> shard_optimizer)
+    : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(shard.parameters())},
+                              shard_optimizer->defaults().clone()),
+      make_(std::move(make)),
+      shard_(shard),
+      shard_optimizer_(std::move(shard_optimizer)) {}
+
+torch::Tensor ZeroOptimizer::step(LossClosure /*closure*/) {
+  // The schedule sets the rate on this optimizer's group; the shard's optimizer steps with it.
+  shard_optimizer_->param_groups().at(0).options().set_lr(param_groups().at(0).options().get_lr());
+  shard_.load_master();
+  shard_optimizer_->step();
+  shard_.all_gather_parameters();
+  return {};
+}
+
+void ZeroOptimizer::consolidate() {
+  const std::optional<optim::ParamState> mine =
+      optim::read_param_state(*shard_optimizer_, shard_.master());
+  // Every rank steps together, so either all have state or none has.
+  if (shard_.layout().rank() == 0) consolidated_ = make_(shard_.parameters());
+  if (!mine) return;
+  const std::vector<torch::Tensor>& params = shard_.parameters();
+  std::vector<optim::ParamState> joined(params.size(), optim::ParamState{mine->step, {}});
+  for (size_t k = 0; k < mine->tensors.size(); ++k) {
+    const torch::Tensor flat = shard_.gather(
+        mine->tensors[k], "the gathering of optimizer state " + std::to_string(k) + " to rank 0");
+    const std::vector<torch::Tensor> per_param = shard_.layout().unflatten(flat, params);
+    for (size_t i = 0; i < params.size(); ++i) joined[i].tensors.push_back(per_param[i].clone());
+  }
+  if (!consolidated_) return;
+  for (size_t i = 0; i < params.size(); ++i) {
+    optim::write_param_state(*consolidated_, params[i], joined[i]);
+  }
+}
+
+void ZeroOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  if (!consolidated_) {
+    throw core::Error(core::ErrorCode::kRuntime,
+                      "ZeRO: the optimizer's state was saved before every rank sent its shard",
+                      "this is a bug in dptrain: call consolidate() on every rank first");
+  }
+  consolidated_->param_groups().at(0).options().set_lr(param_groups().at(0).options().get_lr());
+  consolidated_->save(archive);
+  consolidated_.reset();  // the whole state is only wanted for the file
+}
+
+void ZeroOptimizer::load(torch::serialize::InputArchive& archive) {
+  const std::vector<torch::Tensor>& params = shard_.parameters();
+  std::unique_ptr<torch::optim::Optimizer> whole = make_(params);
+  whole->load(archive);
+  param_groups().at(0).set_options(whole->param_groups().at(0).options().clone());
+  shard_optimizer_->state().clear();
+  std::vector<optim::ParamState> states;
+  for (const auto& p : params) {
+    if (auto state = optim::read_param_state(*whole, p)) states.push_back(*state);
+  }
+  if (states.empty()) return;  // saved before the first step
+  if (states.size() != params.size()) {
+    throw core::Error(core::ErrorCode::kRuntime,
+                      "ZeRO: the checkpoint has optimizer state for " +
+                          std::to_string(states.size()) + " of " + std::to_string(params.size()) +
+                          " parameters",
+                      "resume from a checkpoint that dptrain wrote");
+  }
+  optim::ParamState mine{states[0].step, {}};
+  for (size_t k = 0; k < states[0].tensors.size(); ++k) {
+    std::vector<torch::Tensor> per_param;
+    for (const auto& s : states) per_param.push_back(s.tensors.at(k));
+    const torch::Tensor flat = shard_.layout().flatten(per_param);
+    mine.tensors.push_back(shard_.layout().own_shard(flat).to(shard_.master().options(),
+                                                              /*non_blocking=*/false,
+                                                              /*copy=*/true));
+  }
+  optim::write_param_state(*shard_optimizer_, shard_.master(), mine);
+}
+
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  if (const auto* zero = dynamic_cast<const ZeroOptimizer*>(&optimizer)) {
+    return optim::state_bytes(zero->shard_optimizer());
+  }
+  return optim::state_bytes(optimizer);
+}
+
+}  // namespace dptrain::parallel

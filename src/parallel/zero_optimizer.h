@@ -1,0 +1,51 @@
+// The optimizer a ZeRO rank steps: to the trainer and the checkpoints it is an optimizer over the
+// model's parameters, like ddp's; inside, an optimizer of the configured kind over this rank's
+// master shard alone holds 1/W of the state. A step steps the shard and all-gathers the updated
+// shards into the parameters. Checkpoints hold the consolidated state in ddp's per-parameter
+// layout (as PyTorch's ZeroRedundancyOptimizer.consolidate_state_dict), so a checkpoint of any
+// stage and world size resumes under any other, or on one device.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "parallel/backend.h"
+#include "parallel/zero_shard.h"
+
+namespace dptrain::parallel {
+
+class ZeroOptimizer : public torch::optim::Optimizer {
+ public:
+  // `shard` must outlive the optimizer.
+  ZeroOptimizer(OptimizerFactory make, ZeroShard& shard);
+
+  // Steps the shard with this optimizer's learning rate, then all-gathers the parameters.
+  torch::Tensor step(LossClosure closure = nullptr) override;
+  // Collective: every rank sends its state shards; rank 0 keeps them joined for save().
+  void consolidate();
+  // Rank 0, after consolidate(): the whole state, as an optimizer over the parameters saves it.
+  void save(torch::serialize::OutputArchive& archive) const override;
+  // Reads a whole state in that layout (from any stage, world size or backend) and keeps this
+  // rank's shard of it.
+  void load(torch::serialize::InputArchive& archive) override;
+
+  const torch::optim::Optimizer& shard_optimizer() const { return *shard_optimizer_; }
+
+ private:
+  ZeroOptimizer(OptimizerFactory make, ZeroShard& shard,
+                std::unique_ptr<torch::optim::Optimizer> shard_optimizer);
+
+  OptimizerFactory make_;
+  ZeroShard& shard_;
+  std::unique_ptr<torch::optim::Optimizer> shard_optimizer_;
+  // Rank 0 between consolidate() and save(): the whole state over the parameters.
+  mutable std::unique_ptr<torch::optim::Optimizer> consolidated_;
+};
+
+// The bytes of optimizer state this rank holds (a ZeRO rank: its shard's).
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+
+}  // namespace dptrain::parallel
