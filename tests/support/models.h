@@ -10,5 +10,7 @@ namespace dptrain::testing {
 // any thread (draws from the global generator take turns). The large init_std gives gradients
 // large enough that a wrong sum shows.
 torch::nn::AnyModule float64_lenet();
+// The same LeNet in float32, as dptrain trains it (ZeRO's bit-for-bit tests).
+torch::nn::AnyModule float32_lenet();
 
 }  // namespace dptrain::testing
