@@ -25,16 +25,20 @@ inline std::mutex& assertion_turn() {
 }
 
 // Runs body(rank, communicator) on `world` threads; rethrows the first failure after joining.
+// Over Gloo on the CPU, or over `transport` with rank r on device `devices[r]`.
 template <class Body>
-void run_ranks(int world, Body body) {
+void run_ranks(int world, Body body, dist::Transport transport = dist::Transport::kGloo,
+               const std::vector<torch::Device>& devices = {}) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto comm = std::make_unique<dist::Communicator>(store, r, world, dist::Transport::kGloo,
-                                                         torch::kCPU, kRankTimeout);
+        const torch::Device device =
+            devices.empty() ? torch::Device(torch::kCPU) : devices.at(static_cast<size_t>(r));
+        auto comm =
+            std::make_unique<dist::Communicator>(store, r, world, transport, device, kRankTimeout);
         body(r, comm);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();
