@@ -4,7 +4,8 @@
 The same LeNet as dptrain's (nn.Module, d2l's N(0, 0.01^2) weights), torch's DistributedSampler,
 a DataLoader of batch_size / world per rank over torchvision's FashionMNIST, plain SGD, one
 process per rank started with torch.multiprocessing. Rank 0 times each epoch's training loop, as
-dptrain does. Prints one JSON object on its last line. scripts/bench_ddp.sh runs it.
+dptrain does. Prints one JSON object on its last line. scripts/bench_ddp.sh runs it;
+scripts/bench_zero.sh with --optimizer adam, and --zero for PyTorch's ZeroRedundancyOptimizer.
 """
 import argparse
 import json
@@ -19,6 +20,7 @@ import torch.multiprocessing as mp
 import torchvision
 from torch import nn
 from torch.nn import functional as F
+from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils import data
 from torchvision import transforms
@@ -51,7 +53,11 @@ def rank_main(rank, args, root, port, results):
                                                   shuffle=True, seed=0)
     loader = data.DataLoader(train, batch_size=args.batch_size // args.world, sampler=sampler,
                              num_workers=args.workers)
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    kind = torch.optim.Adam if args.optimizer == "adam" else torch.optim.SGD
+    if args.zero:
+        optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=kind, lr=args.lr)
+    else:
+        optimizer = kind(model.parameters(), lr=args.lr)
     epoch_secs = []
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
@@ -81,6 +87,8 @@ def main():
     ap.add_argument("--workers", type=int, default=0, help="DataLoader workers per rank")
     ap.add_argument("--batch-size", type=int, default=256, help="global, split over the ranks")
     ap.add_argument("--lr", type=float, default=0.2)
+    ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    ap.add_argument("--zero", action="store_true", help="shard it: ZeroRedundancyOptimizer")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as root:
         stage_fashion_mnist(args.data, root)
