@@ -11,16 +11,8 @@
 # Fashion-MNIST's 60,000 training images, global batch 256, host placement, no loader workers.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-threads=$(nproc) epochs=1 repeats=3
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --threads) threads=$2; shift 2 ;;
-    --epochs) epochs=$2; shift 2 ;;
-    --repeats) repeats=$2; shift 2 ;;
-    *) echo "usage: $0 [--threads N] [--epochs E] [--repeats R]" >&2; exit 2 ;;
-  esac
-done
-half=$(( threads / 2 > 0 ? threads / 2 : 1 ))
+source "$root/scripts/bench/options.sh"
+bench_options "$0" "$@"
 
 source "$root/scripts/bench/common.sh"
 have_baseline=0

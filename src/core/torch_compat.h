@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -97,7 +98,10 @@ using OptimizerStateKey =
 template <typename Key = OptimizerStateKey>  // a template, so that only one branch is compiled
 Key optimizer_state_key(const torch::Tensor& param) {
   if constexpr (std::is_same_v<Key, std::string>) {
-    return c10::guts::to_string(param.unsafeGetTensorImpl());
+    // What 1.13's c10::guts::to_string writes (2.x no longer has it): the address via ostream.
+    std::ostringstream text;
+    text << static_cast<const void*>(param.unsafeGetTensorImpl());
+    return text.str();
   } else {
     return param.unsafeGetTensorImpl();
   }
