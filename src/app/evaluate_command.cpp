@@ -23,7 +23,8 @@ int run_evaluate(const cli::Command& command, const std::vector<std::string>& ar
   const train::EvalResult result =
       train::evaluate_model_file(config, rank, command.model_file, split);
   if (rank.rank != 0) return 0;
-  const auto& classes = data::class_names(config::name_of(config.data.dataset));
+  // A copy: GCC 14 warns, wrongly, that a reference would dangle with its argument a temporary.
+  const std::vector<std::string> classes = data::class_names(config::name_of(config.data.dataset));
   std::cout << train::format_evaluation(result, classes, command.split) << std::flush;
   if (command.report_file) {
     const auto report = train::evaluation_json(result, classes, command.split, command.model_file);

@@ -58,7 +58,8 @@ int run_predict(const cli::Command& command) {
   const config::Config config = resolve(command);
   core::init_logging(config::name_of(config.log.level));
   train::Classifier classifier(config, command.model_file);
-  const auto& classes = data::class_names(config::name_of(config.data.dataset));
+  // A copy: GCC 14 warns, wrongly, that a reference would dangle with its argument a temporary.
+  const std::vector<std::string> classes = data::class_names(config::name_of(config.data.dataset));
   const int top = std::min<int>(command.top, static_cast<int>(classes.size()));
   if (!command.json_lines && isatty(STDOUT_FILENO)) {
     std::cout << fmt::format("{:<40}  top {} classes with their probabilities\n", "input", top);
