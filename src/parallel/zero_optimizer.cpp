@@ -34,8 +34,11 @@ void ZeroOptimizer::consolidate() {
   const std::vector<torch::Tensor>& params = shard_.parameters();
   std::vector<optim::ParamState> joined(params.size(), optim::ParamState{mine->step, {}});
   for (size_t k = 0; k < mine->tensors.size(); ++k) {
+    // A collective: every rank takes part, though only rank 0 keeps what it gathers.
     const torch::Tensor flat = shard_.gather(
         mine->tensors[k], "the gathering of optimizer state " + std::to_string(k) + " to rank 0");
+    if (!consolidated_) continue;
+    // Copies, not views of the padded whole: a checkpoint saves each as a tensor of its own.
     const std::vector<torch::Tensor> per_param = shard_.layout().unflatten(flat, params);
     for (size_t i = 0; i < params.size(); ++i) joined[i].tensors.push_back(per_param[i].clone());
   }
