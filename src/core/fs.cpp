@@ -1,16 +1,67 @@
 #include "core/fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "core/error.h"
 
 namespace dptrain::core {
+namespace {
+
+// Closes a descriptor on every way out.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now; false (errno set) when the close reports a failed write.
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string random_suffix() {
+  std::random_device device;
+  std::uniform_int_distribution<uint32_t> any;
+  char text[20];
+  std::snprintf(text, sizeof text, "%08x%08x", any(device), any(device));
+  return text;
+}
+
+[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what,
+                       const std::string& hint) {
+  throw Error(ErrorCode::kIo, path.string() + ": " + what + ": " + std::strerror(errno), hint);
+}
+
+void write_all(int fd, const std::string& contents, const std::filesystem::path& tmp) {
+  const char* data = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(tmp, "write failed", "check free disk space");
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
 
 std::string read_text_file(const std::filesystem::path& path) {
   std::error_code ec;
@@ -29,36 +80,54 @@ std::string read_text_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& contents) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw Error(ErrorCode::kIo, tmp.string() + ": cannot create: " + std::strerror(errno),
-                "check that the output folder exists and is writable");
+std::string read_regular_file(const std::filesystem::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) fail(path, "cannot open for reading", "check the path and its permissions");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(path, "cannot read its size", "check the path");
+  if (!S_ISREG(st.st_mode)) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": is " + (S_ISDIR(st.st_mode) ? "a directory" : "no regular file") +
+                    ", not a file dptrain reads",
+                "give the path of a file");
   }
-  const char* data = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(ErrorCode::kIo, tmp.string() + ": write failed: " + reason,
-                  "check free disk space");
+    if (n < 0) fail(path, "read failed", "check the file and its disk");
+    if (n == 0) break;  // it shrank while being read
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& contents) {
+  // A name nobody can guess, created only if nothing is there (not even a dangling link): a link
+  // planted beside the file is never followed.
+  const std::filesystem::path tmp =
+      path.string() + ".tmp." + std::to_string(::getpid()) + "." + random_suffix();
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0) {
+    fail(tmp, "cannot create", "check that the output folder exists and is writable");
+  }
+  try {
+    write_all(fd.get(), contents, tmp);
+    if (::fsync(fd.get()) != 0 || !fd.close()) fail(tmp, "write failed", "check free disk space");
+    // rename replaces a link at `path` itself, never what it points to.
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      fail(path, "cannot replace", "check that the output folder is writable");
     }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
+  } catch (...) {
     ::unlink(tmp.c_str());
-    throw Error(ErrorCode::kIo, path.string() + ": cannot replace: " + reason,
-                "check that the output folder is writable");
+    throw;
   }
+  // The rename itself reaches the disk only with its folder.
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
+  Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() >= 0) ::fsync(dir.get());
 }
 
 }  // namespace dptrain::core

@@ -9,7 +9,12 @@ namespace dptrain::core {
 
 std::string read_text_file(const std::filesystem::path& path);
 
-// Writes to a temporary file beside `path`, flushes it to disk, then renames it over `path`.
+// A regular file's bytes, read in one allocation of the size the file system gives it: a device,
+// a pipe or a directory is refused, naming the path, so that nothing endless is read.
+std::string read_regular_file(const std::filesystem::path& path);
+
+// Writes to a temporary file beside `path` (`path.tmp.<pid>.<random>`, created exclusively and
+// never through a link), flushes it to disk, renames it over `path`, and flushes the folder.
 void write_file_atomic(const std::filesystem::path& path, const std::string& contents);
 
 }  // namespace dptrain::core

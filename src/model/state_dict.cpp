@@ -1,15 +1,12 @@
 #include "model/state_dict.h"
 
-#include <caffe2/serialize/inline_container.h>
-
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "model/archive_check.h"
-#include "model/pickle.h"
+#include "serialize/torch_file.h"
 
 namespace dptrain::model {
 namespace {
@@ -29,54 +26,28 @@ std::string joined(const std::vector<std::string>& items) {
 }  // namespace
 
 std::string encode_state_dict(const StateDict& dict) {
-  std::vector<std::pair<std::string, torch::Tensor>> host;
+  std::vector<std::pair<serialize::ValuePtr, serialize::ValuePtr>> entries;
   for (const auto& [name, value] : dict) {
-    host.emplace_back(name, value.detach().to(torch::kCPU).contiguous());
+    entries.emplace_back(serialize::text(name), serialize::tensor(value));
   }
-  std::string bytes;
-  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-    bytes.append(static_cast<const char*>(data), size);
-    return size;
-  });
-  const std::string pickled = pickle::write_tensor_dict(host);
-  writer.writeRecord("data.pkl", pickled.data(), pickled.size());
-  for (size_t i = 0; i < host.size(); ++i) {
-    const torch::Tensor& t = host[i].second;
-    writer.writeRecord("data/" + std::to_string(i), t.data_ptr(), t.nbytes());
-  }
-  writer.writeEndOfFile();
-  return bytes;
+  return serialize::encode_torch_file(*serialize::dict(std::move(entries), /*ordered=*/true));
 }
 
-StateDict decode_state_dict(const std::string& bytes) {
-  check_archive(bytes);
-  std::istringstream in(bytes);
-  caffe2::serialize::PyTorchStreamReader reader(&in);
-  if (!reader.hasRecord("data.pkl")) throw std::runtime_error("no data.pkl in the archive");
-  const auto [pickled, pickled_size] = reader.getRecord("data.pkl");
-  const std::string stream(static_cast<const char*>(pickled.get()), pickled_size);
-  const auto load_storage = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
-    const std::string name = "data/" + key;
-    if (!reader.hasRecord(name)) throw std::runtime_error("no record " + name + " in the archive");
-    auto [data, size] = reader.getRecord(name);
-    const size_t expected = static_cast<size_t>(numel) * c10::elementSize(dtype);
-    if (size != expected) {
-      throw std::runtime_error("record " + name + " holds " + std::to_string(size) +
-                               " bytes where " + std::to_string(numel) + " elements of " +
-                               c10::toString(dtype) + " need " + std::to_string(expected));
-    }
-    return torch::from_blob(data.get(), {numel}, torch::TensorOptions().dtype(dtype)).clone();
-  };
-  const pickle::ValuePtr root = pickle::read(stream, load_storage);
-  if (root->kind != pickle::Value::Kind::kDict) throw std::runtime_error("it holds no dict");
+StateDict state_dict_of(const serialize::Value& root) {
+  if (root.kind != serialize::Value::Kind::kDict) throw std::runtime_error("it holds no dict");
   StateDict dict;
-  for (const auto& [key, value] : root->entries) {
-    if (key->kind != pickle::Value::Kind::kString || value->kind != pickle::Value::Kind::kTensor) {
+  for (const auto& [key, value] : root.entries) {
+    if (key->kind != serialize::Value::Kind::kString ||
+        value->kind != serialize::Value::Kind::kTensor) {
       throw std::runtime_error("its dict holds more than name -> tensor");
     }
     dict.emplace_back(key->text, value->tensor);
   }
   return dict;
+}
+
+StateDict decode_state_dict(const std::string& bytes) {
+  return state_dict_of(*serialize::decode_torch_file(bytes));
 }
 
 void save_state_dict(const std::filesystem::path& path, const StateDict& dict) {

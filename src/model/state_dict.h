@@ -1,7 +1,7 @@
 // model.pt: a model's parameters under PyTorch's names, in the file that Python's
 // `torch.load(path, weights_only=True)` reads as a dict and `net.load_state_dict` accepts; and
 // the reverse, reading what Python's `torch.save(net.state_dict(), path)` wrote (an OrderedDict,
-// which LibTorch's own unpickler cannot read, hence model/pickle).
+// which LibTorch's own unpickler cannot read, hence serialize/).
 #pragma once
 
 #include <torch/torch.h>
@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "serialize/pickle.h"
+
 namespace dptrain::model {
 
 // Name -> tensor, in the model's order.
@@ -18,8 +20,11 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 
 // The bytes of a torch.save file (a zip archive: data.pkl and one record per tensor).
 std::string encode_state_dict(const StateDict& dict);
-// Throws std::runtime_error (or c10::Error from the zip reader) saying what is wrong.
+// Throws std::runtime_error saying what is wrong. The tensors are views of the file's storages,
+// unchecked against any model: match_parameters checks their shapes before anyone copies them.
 StateDict decode_state_dict(const std::string& bytes);
+// The same from a decoded file's object: a dict of name -> tensor.
+StateDict state_dict_of(const serialize::Value& root);
 
 // Written atomically.
 void save_state_dict(const std::filesystem::path& path, const StateDict& dict);

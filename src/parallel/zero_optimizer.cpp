@@ -48,32 +48,29 @@ void ZeroOptimizer::consolidate() {
   }
 }
 
-void ZeroOptimizer::save(torch::serialize::OutputArchive& archive) const {
+std::unique_ptr<torch::optim::Optimizer> ZeroOptimizer::take_consolidated() {
   if (!consolidated_) {
     throw core::Error(core::ErrorCode::kRuntime,
                       "ZeRO: the optimizer's state was saved before every rank sent its shard",
                       "this is a bug in dptrain: call consolidate() on every rank first");
   }
   consolidated_->param_groups().at(0).options().set_lr(param_groups().at(0).options().get_lr());
-  consolidated_->save(archive);
-  consolidated_.reset();  // the whole state is only wanted for the file
+  return std::move(consolidated_);  // the whole state is only wanted for the file
 }
 
-void ZeroOptimizer::load(torch::serialize::InputArchive& archive) {
-  const std::vector<torch::Tensor>& params = shard_.parameters();
-  std::unique_ptr<torch::optim::Optimizer> whole = make_(params);
-  whole->load(archive);
-  param_groups().at(0).set_options(whole->param_groups().at(0).options().clone());
-  shard_optimizer_->state().clear();
+void ZeroOptimizer::load_state(const optim::StateList& whole) {
   std::vector<optim::ParamState> states;
-  for (const auto& p : params) {
-    if (auto state = optim::read_param_state(*whole, p)) states.push_back(*state);
+  for (const auto& s : whole) {
+    if (s) states.push_back(*s);
   }
-  if (states.empty()) return;  // saved before the first step
-  if (states.size() != params.size()) {
-    throw core::Error(core::ErrorCode::kRuntime,
+  if (states.empty()) {  // saved before the first step
+    shard_optimizer_->state().clear();
+    return;
+  }
+  if (states.size() != whole.size()) {
+    throw core::Error(core::ErrorCode::kIo,
                       "ZeRO: the checkpoint has optimizer state for " +
-                          std::to_string(states.size()) + " of " + std::to_string(params.size()) +
+                          std::to_string(states.size()) + " of " + std::to_string(whole.size()) +
                           " parameters",
                       "resume from a checkpoint that dptrain wrote");
   }
@@ -86,6 +83,7 @@ void ZeroOptimizer::load(torch::serialize::InputArchive& archive) {
                                                               /*non_blocking=*/false,
                                                               /*copy=*/true));
   }
+  shard_optimizer_->state().clear();
   optim::write_param_state(*shard_optimizer_, shard_.master(), mine);
 }
 

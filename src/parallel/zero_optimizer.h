@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "optim/optimizer_state.h"
 #include "parallel/backend.h"
 #include "parallel/zero_shard.h"
 
@@ -24,13 +25,14 @@ class ZeroOptimizer : public torch::optim::Optimizer {
 
   // Steps the shard with this optimizer's learning rate, then all-gathers the parameters.
   torch::Tensor step(LossClosure closure = nullptr) override;
-  // Collective: every rank sends its state shards; rank 0 keeps them joined for save().
+  // Collective: every rank sends its state shards; rank 0 keeps them joined.
   void consolidate();
-  // Rank 0, after consolidate(): the whole state, as an optimizer over the parameters saves it.
-  void save(torch::serialize::OutputArchive& archive) const override;
-  // Reads a whole state in that layout (from any stage, world size or backend) and keeps this
-  // rank's shard of it.
-  void load(torch::serialize::InputArchive& archive) override;
+  // Rank 0, after consolidate(): the whole state, held by an optimizer over the parameters (with
+  // this optimizer's learning rate), for a checkpoint to save. It is handed over, not kept.
+  std::unique_ptr<torch::optim::Optimizer> take_consolidated();
+  // Takes a whole state in that layout (from any stage, world size or backend; one entry per
+  // parameter, see optim/optimizer_state.h) and keeps this rank's shard of it.
+  void load_state(const optim::StateList& whole);
 
   const torch::optim::Optimizer& shard_optimizer() const { return *shard_optimizer_; }
 
@@ -41,8 +43,8 @@ class ZeroOptimizer : public torch::optim::Optimizer {
   OptimizerFactory make_;
   ZeroShard& shard_;
   std::unique_ptr<torch::optim::Optimizer> shard_optimizer_;
-  // Rank 0 between consolidate() and save(): the whole state over the parameters.
-  mutable std::unique_ptr<torch::optim::Optimizer> consolidated_;
+  // Rank 0 between consolidate() and take_consolidated(): the whole state over the parameters.
+  std::unique_ptr<torch::optim::Optimizer> consolidated_;
 };
 
 // The bytes of optimizer state this rank holds (a ZeRO rank: its shard's).

@@ -1,55 +1,19 @@
-// Checkpoints: everything a run needs to go on as if it had never stopped. The model's
-// parameters, the optimizer's state, the loss scaler, the early-stopping watch (and the best
-// weights it holds),
-// the finished epochs' records, where in an epoch it stopped, the CPU random generator, and the
-// resolved config. One file each, written atomically (temporary file, then rename) by rank 0.
-// The samplers need no state of their own: an epoch's order follows from the seed and its number.
+// When and where a run writes its checkpoints, what they are named, which is the newest, and
+// which are pruned. What a checkpoint holds is train/checkpoint_file.h's.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <vector>
+#include <string>
 
 #include "config/config.h"
 #include "parallel/backend.h"
-#include "train/early_stopping.h"
-#include "train/grad_scaler.h"
-#include "train/metrics.h"
+#include "train/checkpoint_file.h"
 
 namespace dptrain::train {
-
-// Where training stands, besides the tensors the backend and optimizer own.
-struct Progress {
-  int64_t epoch = 0;                 // the epoch under way or next (0-based)
-  int64_t steps_done = 0;            // its batches already taken (non-zero after a preemption)
-  int64_t global_step = 0;           // optimizer steps taken since the run began
-  TrainingSums partial;              // those steps' sums over every rank
-  std::vector<EpochMetrics> epochs;  // the finished epochs' records
-  EarlyStopping::State early_stopping;
-  std::vector<torch::Tensor> best_weights;  // early stopping's, when it restores them
-  GradScaler::State scaler;                 // fp16's loss scale
-};
-
-void write_checkpoint(const std::filesystem::path& path, const config::Config& config,
-                      const Progress& progress, parallel::Backend& backend,
-                      const torch::optim::Optimizer& optimizer);
-
-// Loads a checkpoint into `backend` and `optimizer` (on every rank) and returns the progress.
-// Refuses, naming the file, a checkpoint of another model or other parameter shapes; warns about
-// other settings that differ from `config`.
-Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
-                         parallel::Backend& backend, torch::optim::Optimizer& optimizer);
-
-// A checkpoint's parameters alone (evaluate and predict), in the model's order.
-struct CheckpointWeights {
-  std::string model;  // model.name of the run that wrote it
-  std::vector<torch::Tensor> parameters;
-};
-CheckpointWeights read_checkpoint_weights(const std::filesystem::path& path);
 
 // checkpoint.dir, or <output>/checkpoints when it is empty.
 std::filesystem::path checkpoint_dir(const config::Config& config,

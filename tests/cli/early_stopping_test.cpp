@@ -3,6 +3,7 @@
 #include "support/catch.h"
 
 #include "core/fs.h"
+#include "serialize/torch_file.h"
 #include "support/fixtures.h"
 #include "support/runs.h"
 
@@ -77,11 +78,10 @@ TEST_CASE("a plateau stops the run at the patience's epoch and restores the best
                       " --output " +
                       kept.string())
               .status == 0);
-  torch::serialize::InputArchive best;
-  best.load_from((kept / "checkpoints" / "best.pt").string());
-  c10::IValue meta;
-  best.read("meta", meta);
-  CHECK(nlohmann::json::parse(meta.toStringRef()).at("epochs").size() == 1);
+  const auto best = dptrain::serialize::decode_torch_file(
+      dptrain::core::read_text_file(kept / "checkpoints" / "best.pt"));
+  const auto& record = dptrain::serialize::at(*best, "record", "best.pt");
+  CHECK(nlohmann::json::parse(record.text).at("epochs").size() == 1);
   CHECK(max_relative_difference(load_parameters(kept / "model.pt"),
                                 load_parameters(three_epochs / "model.pt")) == 0);
   CHECK(summary_of(kept).at("best_epoch") == 1);

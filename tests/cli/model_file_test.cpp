@@ -52,10 +52,6 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
   return lines;
 }
 
-bool python_torch_present() {
-  return run_program("/usr/bin/python3", "-c 'import torch, numpy'").status == 0;
-}
-
 }  // namespace
 
 TEST_CASE(

@@ -120,6 +120,10 @@ ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& 
   return run_program(DPTRAIN_BINARY, args, cwd, env);
 }
 
+bool python_torch_present() {
+  return run_program("/usr/bin/python3", "-c 'import torch, numpy'").status == 0;
+}
+
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

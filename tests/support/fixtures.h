@@ -65,6 +65,10 @@ bool process_alive(int pid);
 // Waits up to `timeout_s` for process `pid` to end; whether it did.
 bool process_ends(int pid, double timeout_s);
 
+// Whether Debian's python3-torch (with numpy) is installed: the tests that check files against
+// real PyTorch need it.
+bool python_torch_present();
+
 // A TCP port that nothing on this machine listens on right now.
 int free_port();
 

@@ -15,7 +15,10 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/registry.h"
+#include "optim/param_state.h"
 #include "parallel/single.h"
+#include "serialize/torch_file.h"
+#include "serialize/zip_reader.h"
 #include "support/fixtures.h"
 
 using namespace dptrain;
@@ -86,15 +89,23 @@ bool unchanged(Trainee& t, const std::vector<torch::Tensor>& copies) {
   return now.size() == copies.size();
 }
 
-// A checkpoint of a fresh LeNet, written to dir/whole.pt and read back, for the tests that make
-// damaged copies of it.
-torch::serialize::InputArchive whole_checkpoint(const TempDir& dir) {
+// A checkpoint of a LeNet after one step (so that it has momentum buffers), written to
+// dir/whole.pt and decoded, for the tests that make damaged copies of it.
+serialize::ValuePtr whole_checkpoint(const TempDir& dir) {
   Trainee lenet(1);
+  lenet.step(0);
   train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
                           lenet.sgd);
-  torch::serialize::InputArchive whole;
-  whole.load_from((dir / "whole.pt").string());
-  return whole;
+  return serialize::decode_torch_file(core::read_text_file(dir / "whole.pt"));
+}
+
+// The entry `key` of a decoded checkpoint, to be changed in place.
+serialize::ValuePtr& entry_of(const serialize::ValuePtr& root, const std::string& key) {
+  for (auto& [k, v] : root->entries) {
+    if (k->text == key) return v;
+  }
+  FAIL("the checkpoint has no " << key);
+  throw std::logic_error("unreachable");
 }
 
 // The message of the I/O error that reading the checkpoint `path` into `into` must give.
@@ -203,15 +214,13 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
 TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing (found by fuzzing)",
           "[train][checkpoint]") {
   TempDir dir;
-  torch::serialize::InputArchive whole = whole_checkpoint(dir);
-  // The same archive with "partial" gone from its record, as the fuzzer made it.
-  c10::IValue text;
-  whole.read("meta", text);
-  nlohmann::json meta = nlohmann::json::parse(text.toStringRef());
+  const serialize::ValuePtr root = whole_checkpoint(dir);
+  // The same checkpoint with "partial" gone from its record, as the fuzzer made it.
+  serialize::ValuePtr& record = entry_of(root, "record");
+  nlohmann::json meta = nlohmann::json::parse(record->text);
   meta.erase("partial");
-  torch::serialize::OutputArchive damaged;
-  damaged.write("meta", c10::IValue(meta.dump()));
-  damaged.save_to((dir / "damaged.pt").string());
+  record = serialize::text(meta.dump());
+  core::write_file_atomic(dir / "damaged.pt", serialize::encode_torch_file(*root));
 
   Trainee other(2);
   const std::vector<torch::Tensor> copies = snapshot(other);
@@ -226,28 +235,42 @@ TEST_CASE(
     "(found by fuzzing)",
     "[train][checkpoint]") {
   TempDir dir;
-  torch::serialize::InputArchive whole = whole_checkpoint(dir);
-  // The record and the parameters whole, the optimizer's state empty: LibTorch's SGD::load threw
-  // past read_checkpoint after the parameters had already been overwritten.
-  torch::serialize::OutputArchive damaged;
-  c10::IValue meta;
-  whole.read("meta", meta);
-  damaged.write("meta", meta);
-  for (size_t i = 0; i < 8; ++i) {  // LeNet's parameters
-    torch::Tensor t;
-    whole.read("param_" + std::to_string(i), t);
-    damaged.write("param_" + std::to_string(i), t);
-  }
-  torch::serialize::OutputArchive empty;
-  damaged.write("optimizer", empty);
-  damaged.save_to((dir / "damaged.pt").string());
-
+  const serialize::ValuePtr root = whole_checkpoint(dir);
+  const std::string whole_optimizer = serialize::encode_torch_file(*entry_of(root, "optimizer"));
   Trainee other(2);
+  other.step(0);  // some momentum, which a refusal must leave alone too
   const std::vector<torch::Tensor> copies = snapshot(other);
-  CHECK_THAT(
-      refusal(dir / "damaged.pt", other),
-      Catch::Matchers::StartsWith((dir / "damaged.pt").string() + ": a damaged checkpoint: "));
+  const auto momentum = [&]() {
+    return optim::read_param_state(other.sgd, other.backend.parameters()[0])->tensors[0].clone();
+  };
+  const torch::Tensor momentum_before = momentum();
+
+  // The state empty; then one momentum buffer of another shape; then the state of Adam.
+  const auto damage = [&](const std::function<void(serialize::Value&)>& change) {
+    serialize::ValuePtr optimizer = serialize::decode_torch_file(whole_optimizer);
+    change(*optimizer);
+    entry_of(root, "optimizer") = optimizer;
+    core::write_file_atomic(dir / "damaged.pt", serialize::encode_torch_file(*root));
+    return refusal(dir / "damaged.pt", other);
+  };
+  CHECK_THAT(damage([](serialize::Value& o) { o.entries.clear(); }),
+             ContainsSubstring("damaged.pt: a damaged checkpoint: the optimizer's state has no "
+                               "entry \"state\""));
+  CHECK_THAT(damage([](serialize::Value& o) {
+               serialize::Value& first = *o.entries[0].second->entries[0].second;
+               first.entries[0].second = serialize::tensor(torch::zeros({3}));
+             }),
+             ContainsSubstring("the optimizer's state of parameter 0's momentum_buffer has shape "
+                               "[3], its parameter [20, 1, 3, 3]"));
+  CHECK_THAT(damage([](serialize::Value& o) {
+               serialize::Value& first = *o.entries[0].second->entries[0].second;
+               first.entries = {{serialize::text("step"), serialize::integer(1)},
+                                {serialize::text("exp_avg"), serialize::tensor(torch::zeros({1}))},
+                                {serialize::text("exp_avg_sq"), serialize::tensor(torch::zeros({1}))}};
+             }),
+             ContainsSubstring("the optimizer's state of parameter 0 is not the state of SGD"));
   CHECK(unchanged(other, copies));
+  CHECK(torch::equal(momentum(), momentum_before));
 }
 
 TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (found by fuzzing)",
@@ -260,17 +283,17 @@ TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (f
   // LibTorch's unpickler reserved that much before finding the stream too short.
   std::string damaged;
   {
-    caffe2::serialize::PyTorchStreamReader reader((dir / "whole.pt").string());
+    const std::string whole = core::read_text_file(dir / "whole.pt");
+    const serialize::ZipReader reader(whole);
     caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
       damaged.append(static_cast<const char*>(data), size);
       return size;
     });
-    for (const std::string& name : reader.getAllRecords()) {
+    for (const std::string& name : reader.names()) {
       if (name == "version") continue;  // the writer adds its own
-      const auto [data, size] = reader.getRecord(name);
-      std::string bytes(static_cast<const char*>(data.get()), size);
+      std::string bytes(reader.record(name));
       if (name == "data.pkl") {
-        const size_t text = bytes.find("{\"best_weights\"");
+        const size_t text = bytes.find("{\"config\"");
         REQUIRE(text != std::string::npos);
         REQUIRE(bytes[text - 5] == 'X');
         bytes.replace(text - 4, 4, std::string("\xfe\xff\xff\xff", 4));
@@ -294,9 +317,9 @@ TEST_CASE("a checkpoint with one byte changed is refused by its checksums (found
   whole_checkpoint(dir);
   Trainee lenet(1);
   std::string bytes = core::read_text_file(dir / "whole.pt");
-  const size_t text = bytes.find("{\"best_weights\"");
+  const size_t text = bytes.find("{\"config\"");
   REQUIRE(text != std::string::npos);
-  bytes[text + 2] = 'c';  // "cest_weights"
+  bytes[text + 2] = 'k';  // "konfig"
   core::write_file_atomic(dir / "flipped.pt", bytes);
   CHECK_THAT(refusal(dir / "flipped.pt", lenet),
              ContainsSubstring("flipped.pt: not a readable dptrain checkpoint: a "
@@ -321,10 +344,19 @@ TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
     core::write_file_atomic(path, big);
     ::_exit(0);
   }
-  const auto tmp = std::filesystem::path(path.string() + ".tmp." + std::to_string(child));
+  // Its temporary file: "epoch-0001.pt.tmp.<pid>.<random>".
+  const std::string prefix = path.filename().string() + ".tmp." + std::to_string(child) + ".";
+  const auto temporary = [&]() {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path(), ec)) {
+      if (e.path().filename().string().rfind(prefix, 0) == 0) return e.path();
+    }
+    return std::filesystem::path();
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::filesystem::path tmp;
   std::error_code ec;
-  while (std::filesystem::file_size(tmp, ec) == 0 || ec) {
+  while ((tmp = temporary()).empty() || std::filesystem::file_size(tmp, ec) == 0 || ec) {
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

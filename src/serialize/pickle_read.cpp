@@ -1,5 +1,4 @@
-#include "model/pickle.h"
-
+// Python's unpickler, cut down to the objects PyTorch's files hold.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -7,82 +6,13 @@
 #include <optional>
 #include <unordered_map>
 
-namespace dptrain::model::pickle {
+#include "serialize/pickle.h"
+#include "serialize/pickle_ops.h"
+
+namespace dptrain::serialize {
 namespace {
 
-// Opcodes by name, as Python's pickletools lists them; the bracket characters are spelled in
-// hex so that tools matching brackets in the source are not misled.
-enum Op : uint8_t {
-  kMark = 0x28,  // '('
-
-  kStop = '.',
-  kPop = '0',
-  kPopMark = '1',
-  kDup = '2',
-  kNone = 'N',
-  kReduce = 'R',
-  kBuild = 'b',
-  kAppend = 'a',
-  kAppends = 'e',
-  kDict = 'd',
-  kEmptyDict = 0x7d,   // '}'
-  kEmptyList = 0x5d,   // ']'
-  kEmptyTuple = 0x29,  // ')'
-  kSetItem = 's',
-  kSetItems = 'u',
-  kTuple = 't',
-  kBinPersId = 'Q',
-  kList = 'l',
-  kObj = 'o',
-  kBinInt = 'J',
-  kBinInt1 = 'K',
-  kBinInt2 = 'M',
-  kBinGet = 'h',
-  kLongBinGet = 'j',
-  kBinPut = 'q',
-  kLongBinPut = 'r',
-  kBinFloat = 'G',
-  kShortBinString = 'U',
-  kBinString = 'T',
-  kBinUnicode = 'X',
-  kShortBinBytes = 'C',
-  kBinBytes = 'B',
-  kGlobal = 'c',
-  kInt = 'I',
-  kLong = 'L',
-  kFloat = 'F',
-  kString = 'S',
-  kUnicode = 'V',
-  kPersId = 'P',
-  kGet = 'g',
-  kPut = 'p',
-  kInst = 'i',
-  kProto = 0x80,
-  kNewObj = 0x81,
-  kExt1 = 0x82,
-  kExt2 = 0x83,
-  kExt4 = 0x84,
-  kTuple1 = 0x85,
-  kTuple2 = 0x86,
-  kTuple3 = 0x87,
-  kNewTrue = 0x88,
-  kNewFalse = 0x89,
-  kLong1 = 0x8a,
-  kLong4 = 0x8b,
-  kShortBinUnicode = 0x8c,
-  kBinUnicode8 = 0x8d,
-  kBinBytes8 = 0x8e,
-  kEmptySet = 0x8f,
-  kAddItems = 0x90,
-  kFrozenSet = 0x91,
-  kNewObjEx = 0x92,
-  kStackGlobal = 0x93,
-  kMemoize = 0x94,
-  kFrame = 0x95,
-  kByteArray8 = 0x96,
-  kNextBuffer = 0x97,
-  kReadOnlyBuffer = 0x98,
-};
+using namespace pickle_ops;
 
 // What follows an opcode in the stream.
 enum class Operand {
@@ -144,10 +74,10 @@ Operand operand_of(uint8_t op, size_t at) {
   return table.of(op, at);
 }
 
-// Reads the stream front to back; every read is checked against the end.
+// Reads the stream front to back; every read is checked against the end before it is made.
 class Cursor {
  public:
-  explicit Cursor(const std::string& bytes) : bytes_(bytes) {}
+  explicit Cursor(std::string_view bytes) : bytes_(bytes) {}
 
   size_t position() const { return pos_; }
   bool done() const { return pos_ >= bytes_.size(); }
@@ -155,28 +85,28 @@ class Cursor {
   uint8_t opcode() { return static_cast<uint8_t>(take(1)[0]); }
 
   uint64_t little_endian(size_t width) {
-    const std::string raw = take(width);
+    const std::string_view raw = take(width);
     uint64_t value = 0;
     for (size_t i = 0; i < width; ++i) value |= uint64_t{static_cast<uint8_t>(raw[i])} << (8 * i);
     return value;
   }
 
-  std::string take(uint64_t count) {
+  std::string_view take(uint64_t count) {
     if (count > bytes_.size() - pos_) {
       throw PickleError("the pickle stream ends inside an operand of " + std::to_string(count) +
                         " bytes at byte " + std::to_string(pos_));
     }
-    std::string out = bytes_.substr(pos_, count);
+    const std::string_view out = bytes_.substr(pos_, count);
     pos_ += count;
     return out;
   }
 
-  std::string line() {
+  std::string_view line() {
     const size_t end = bytes_.find('\n', pos_);
-    if (end == std::string::npos) {
+    if (end == std::string_view::npos) {
       throw PickleError("the pickle stream ends inside a line at byte " + std::to_string(pos_));
     }
-    std::string out = bytes_.substr(pos_, end - pos_);
+    const std::string_view out = bytes_.substr(pos_, end - pos_);
     pos_ = end + 1;
     return out;
   }
@@ -187,31 +117,31 @@ class Cursor {
       case Operand::kNothing:
         return {};
       case Operand::kFixed1:
-        return take(1);
+        return std::string(take(1));
       case Operand::kFixed2:
-        return take(2);
+        return std::string(take(2));
       case Operand::kFixed4:
-        return take(4);
+        return std::string(take(4));
       case Operand::kFixed8:
-        return take(8);
+        return std::string(take(8));
       case Operand::kSized1:
-        return take(little_endian(1));
+        return std::string(take(little_endian(1)));
       case Operand::kSized4:
-        return take(little_endian(4));
+        return std::string(take(little_endian(4)));
       case Operand::kSized8:
-        return take(little_endian(8));
+        return std::string(take(little_endian(8)));
       case Operand::kLine:
-        return line();
+        return std::string(line());
       case Operand::kTwoLines: {
-        std::string first = line();
-        return first + "." + line();
+        std::string first(line());
+        return first + "." + std::string(line());
       }
     }
     return {};
   }
 
  private:
-  const std::string& bytes_;
+  std::string_view bytes_;
   size_t pos_ = 0;
 };
 
@@ -234,103 +164,62 @@ int64_t signed_of(const std::string& raw) {
   return static_cast<int64_t>(value);
 }
 
-ValuePtr make(Value::Kind kind) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  return v;
-}
-
-ValuePtr make_int(int64_t i, Value::Kind kind = Value::Kind::kInt) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  v->integer = i;
-  return v;
-}
-
-ValuePtr make_text(std::string text, Value::Kind kind) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  v->text = std::move(text);
-  return v;
-}
-
-int64_t int_of(const ValuePtr& v, const char* what) {
-  if (v->kind != Value::Kind::kInt) throw PickleError(std::string(what) + " is not an integer");
-  return v->integer;
-}
-
-std::vector<int64_t> ints_of(const ValuePtr& v, const char* what) {
-  if (v->kind != Value::Kind::kTuple) throw PickleError(std::string(what) + " is not a tuple");
+std::vector<int64_t> ints_of(const Value& v, const char* what) {
+  if (v.kind != Value::Kind::kTuple) throw PickleError(std::string(what) + " is not a tuple");
   std::vector<int64_t> out;
-  for (const auto& item : v->items) out.push_back(int_of(item, what));
+  for (const auto& item : v.items) out.push_back(as_int(*item, what));
   return out;
 }
 
+// The furthest element a view of `size` and `stride` reaches past its offset, with overflow
+// checked (nullopt); 0 for an empty view, which reaches nothing.
+std::optional<int64_t> view_extent(const std::vector<int64_t>& size,
+                                   const std::vector<int64_t>& stride, bool& empty) {
+  int64_t last = 0;
+  int64_t numel = 1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] < 0 || stride[d] < 0) return std::nullopt;
+    if (size[d] == 0) empty = true;
+    int64_t reach = 0;
+    if (__builtin_mul_overflow(size[d] > 0 ? size[d] - 1 : 0, stride[d], &reach) ||
+        __builtin_add_overflow(last, reach, &last) ||
+        __builtin_mul_overflow(numel, size[d], &numel)) {
+      return std::nullopt;
+    }
+  }
+  return empty ? 0 : last;
+}
+
 // _rebuild_tensor_v2(storage, offset, size, stride, ...): the view, checked to lie inside the
-// storage, copied out so that it owns its memory.
-ValuePtr rebuild_tensor(const Value& args) {
+// storage. It stays a view: its elements are copied only by whoever has checked its shape.
+torch::Tensor rebuild_tensor(const Value& args) {
   if (args.kind != Value::Kind::kTuple || args.items.size() < 4 ||
       args.items[0]->kind != Value::Kind::kTensor) {
     throw PickleError("_rebuild_tensor_v2 without (storage, offset, size, stride)");
   }
   const torch::Tensor& storage = args.items[0]->tensor;
-  const int64_t offset = int_of(args.items[1], "a tensor's offset");
-  const std::vector<int64_t> size = ints_of(args.items[2], "a tensor's size");
-  const std::vector<int64_t> stride = ints_of(args.items[3], "a tensor's stride");
+  const int64_t offset = as_int(*args.items[1], "a tensor's offset");
+  const std::vector<int64_t> size = ints_of(*args.items[2], "a tensor's size");
+  const std::vector<int64_t> stride = ints_of(*args.items[3], "a tensor's stride");
   if (size.size() != stride.size()) throw PickleError("a tensor's size and stride differ in rank");
-  int64_t last = offset;  // the furthest element the view reaches
   bool empty = false;
-  for (size_t d = 0; d < size.size(); ++d) {
-    if (size[d] < 0 || stride[d] < 0 || size[d] > (int64_t{1} << 40) ||
-        stride[d] > (int64_t{1} << 40)) {
-      throw PickleError("a tensor with a negative or huge size or stride");
-    }
-    if (size[d] == 0) empty = true;
-    if (size[d] > 0) last += (size[d] - 1) * stride[d];
-  }
-  if (offset < 0 || (!empty && last >= storage.numel())) {
+  const std::optional<int64_t> extent = view_extent(size, stride, empty);
+  if (!extent) throw PickleError("a tensor with a negative or overflowing size or stride");
+  int64_t last = 0;
+  if (offset < 0 || __builtin_add_overflow(offset, *extent, &last) ||
+      (!empty && last >= storage.numel())) {
     throw PickleError("a tensor that reaches past its storage of " +
                       std::to_string(storage.numel()) + " elements");
   }
-  auto v = std::make_shared<Value>();
-  v->kind = Value::Kind::kTensor;
-  v->tensor = storage.as_strided(size, stride, offset).clone();
-  return v;
+  return storage.as_strided(size, stride, offset);
 }
 
-}  // namespace
-
-at::ScalarType storage_dtype(const std::string& global) {
-  static const std::map<std::string, at::ScalarType> kTypes = {
-      {"torch.FloatStorage", at::kFloat}, {"torch.DoubleStorage", at::kDouble},
-      {"torch.HalfStorage", at::kHalf},   {"torch.BFloat16Storage", at::kBFloat16},
-      {"torch.LongStorage", at::kLong},   {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort}, {"torch.CharStorage", at::kChar},
-      {"torch.ByteStorage", at::kByte},   {"torch.BoolStorage", at::kBool},
-  };
-  const auto it = kTypes.find(global);
-  if (it == kTypes.end()) throw PickleError("unsupported storage type " + global);
-  return it->second;
-}
-
-void check_operands(const std::string& bytes) {
-  Cursor cursor(bytes);
-  while (!cursor.done()) {
-    const uint8_t op = cursor.opcode();
-    cursor.operand(op);
-    if (op == kStop) return;
-  }
-  throw PickleError("the pickle stream has no STOP");
-}
-
-namespace {
-
-// Python's unpickler, cut down to the objects a state_dict holds.
+// Python's unpickler, cut down to what PyTorch's files hold.
 class Machine {
  public:
   explicit Machine(const StorageLoader& load_storage) : load_storage_(load_storage) {}
 
-  ValuePtr run(const std::string& bytes) {
+  ValuePtr run(std::string_view bytes) {
     Cursor cursor(bytes);
     while (!cursor.done()) {
       const size_t at = cursor.position();
@@ -359,17 +248,18 @@ class Machine {
       case kFrame:
         return;
       case kMark:
+        if (marks_.size() >= static_cast<size_t>(kMaxObjects)) throw PickleError("too many marks");
         marks_.push_back(stack_.size());
         return;
       case kGlobal:
-        push(make_text(arg, Value::Kind::kGlobal));
+        push(made(text(arg), Value::Kind::kGlobal));
         return;
       case kStackGlobal: {
         const ValuePtr name = pop(), module = pop();
         if (module->kind != Value::Kind::kString || name->kind != Value::Kind::kString) {
           throw PickleError("STACK_GLOBAL of a non-string");
         }
-        push(make_text(module->text + "." + name->text, Value::Kind::kGlobal));
+        push(made(text(module->text + "." + name->text), Value::Kind::kGlobal));
         return;
       }
       case kReduce: {
@@ -384,44 +274,51 @@ class Machine {
         push(persistent_load(*pop()));
         return;
       default:
-        throw PickleError("opcode not allowed in a state_dict");
+        throw PickleError("opcode not allowed in a PyTorch file read with weights only");
     }
+  }
+
+  // Counts every object made, so that a stream of millions of one-byte opcodes is refused long
+  // before their objects fill memory.
+  ValuePtr made(ValuePtr v, std::optional<Value::Kind> kind = std::nullopt) {
+    if (++objects_ > kMaxObjects) {
+      throw PickleError("more than " + std::to_string(kMaxObjects) + " objects");
+    }
+    if (kind) v->kind = *kind;
+    return v;
   }
 
   bool push_constant(uint8_t op, const std::string& arg) {
     switch (op) {
       case kNone:
-        push(make(Value::Kind::kNone));
+        push(made(none()));
         return true;
       case kNewTrue:
-        push(make_int(1, Value::Kind::kBool));
-        return true;
       case kNewFalse:
-        push(make_int(0, Value::Kind::kBool));
+        push(made(boolean(op == kNewTrue)));
         return true;
       case kBinInt1:
       case kBinInt2:
-        push(make_int(static_cast<int64_t>(unsigned_of(arg))));
+        push(made(integer(static_cast<int64_t>(unsigned_of(arg)))));
         return true;
       case kBinInt:
-        push(make_int(static_cast<int32_t>(unsigned_of(arg))));
+        push(made(integer(static_cast<int32_t>(unsigned_of(arg)))));
         return true;
       case kLong1:
-        push(make_int(signed_of(arg)));
+        push(made(integer(signed_of(arg))));
         return true;
       case kBinFloat: {  // big-endian IEEE double
         uint64_t bits = 0;
         for (unsigned char c : arg) bits = (bits << 8) | c;
-        auto v = std::make_shared<Value>();
-        v->kind = Value::Kind::kFloat;
-        std::memcpy(&v->real, &bits, sizeof bits);
-        push(v);
+        double d = 0;
+        std::memcpy(&d, &bits, sizeof bits);
+        push(made(real(d)));
         return true;
       }
       case kBinUnicode:
       case kShortBinUnicode:
       case kBinUnicode8:
-        push(make_text(arg, Value::Kind::kString));
+        push(made(text(arg)));
         return true;
       default:
         return false;
@@ -431,13 +328,13 @@ class Machine {
   bool build_container(uint8_t op) {
     switch (op) {
       case kEmptyTuple:
-        push(make(Value::Kind::kTuple));
+        push(made(tuple({})));
         return true;
       case kEmptyList:
-        push(make(Value::Kind::kList));
+        push(made(list({})));
         return true;
       case kEmptyDict:
-        push(make(Value::Kind::kDict));
+        push(made(dict({})));
         return true;
       case kTuple:
         push(sequence(Value::Kind::kTuple, pop_mark()));
@@ -479,10 +376,10 @@ class Machine {
     switch (op) {
       case kBinPut:
       case kLongBinPut:
-        memo_[unsigned_of(arg)] = top();
+        remember(unsigned_of(arg));
         return true;
       case kMemoize:
-        memo_[memo_.size()] = top();
+        remember(memo_.size());
         return true;
       case kBinGet:
       case kLongBinGet: {
@@ -496,18 +393,26 @@ class Machine {
     }
   }
 
+  void remember(uint64_t index) {
+    if (memo_.size() >= static_cast<size_t>(kMaxObjects)) throw PickleError("too many memo entries");
+    memo_[index] = top();
+  }
+
   ValuePtr reduce(const Value& callable, const ValuePtr& args) {
     if (callable.kind != Value::Kind::kGlobal) throw PickleError("REDUCE of a non-global");
     if (args->kind != Value::Kind::kTuple) throw PickleError("REDUCE with non-tuple arguments");
     if (callable.text == "collections.OrderedDict" && args->items.empty()) {
-      return make(Value::Kind::kDict);
+      return made(dict({}, /*ordered=*/true));
     }
-    if (callable.text == "torch._utils._rebuild_tensor_v2") return rebuild_tensor(*args);
+    if (callable.text == "torch._utils._rebuild_tensor_v2") {
+      return made(tensor(rebuild_tensor(*args)));
+    }
     if (callable.text == "torch._utils._rebuild_parameter" && !args->items.empty() &&
         args->items[0]->kind == Value::Kind::kTensor) {
       return args->items[0];
     }
-    throw PickleError("a call of " + callable.text + ", which a state_dict does not hold");
+    throw PickleError("a call of " + callable.text + ", which a PyTorch file of weights "
+                      "does not hold");
   }
 
   // BUILD sets an object's attributes; on a dict (an OrderedDict's `_metadata`) nothing here
@@ -524,17 +429,13 @@ class Machine {
         id.items[1]->kind != Value::Kind::kGlobal || id.items[2]->kind != Value::Kind::kString) {
       throw PickleError("a persistent id that is no ('storage', type, key, location, numel)");
     }
-    const int64_t numel = int_of(id.items[4], "a storage's size");
+    const int64_t numel = as_int(*id.items[4], "a storage's size");
     if (numel < 0) throw PickleError("a storage of negative size");
-    auto v = std::make_shared<Value>();
-    v->kind = Value::Kind::kTensor;
-    v->tensor = load_storage_(id.items[2]->text, storage_dtype(id.items[1]->text), numel);
-    return v;
+    return made(tensor(load_storage_(id.items[2]->text, storage_dtype(id.items[1]->text), numel)));
   }
 
-  static ValuePtr sequence(Value::Kind kind, std::vector<ValuePtr> items) {
-    auto v = std::make_shared<Value>();
-    v->kind = kind;
+  ValuePtr sequence(Value::Kind kind, std::vector<ValuePtr> items) {
+    ValuePtr v = made(kind == Value::Kind::kTuple ? tuple({}) : list({}));
     adopt(*v, items);
     v->items = std::move(items);
     return v;
@@ -565,7 +466,12 @@ class Machine {
     for (size_t i = 0; i < items.size(); i += 2) dict.entries.emplace_back(items[i], items[i + 1]);
   }
 
-  void push(ValuePtr v) { stack_.push_back(std::move(v)); }
+  void push(ValuePtr v) {
+    if (stack_.size() >= static_cast<size_t>(kMaxObjects)) {
+      throw PickleError("more than " + std::to_string(kMaxObjects) + " objects on the stack");
+    }
+    stack_.push_back(std::move(v));
+  }
 
   ValuePtr pop() {
     if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) {
@@ -595,12 +501,25 @@ class Machine {
   std::vector<ValuePtr> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, ValuePtr> memo_;
+  int64_t objects_ = 0;
 };
 
 }  // namespace
 
-ValuePtr read(const std::string& bytes, const StorageLoader& load_storage) {
-  // The storages a stream names are loaded once each, shared by the views on them.
+at::ScalarType storage_dtype(const std::string& global) {
+  static const std::map<std::string, at::ScalarType> kTypes = {
+      {"torch.FloatStorage", at::kFloat}, {"torch.DoubleStorage", at::kDouble},
+      {"torch.HalfStorage", at::kHalf},   {"torch.BFloat16Storage", at::kBFloat16},
+      {"torch.LongStorage", at::kLong},   {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort}, {"torch.CharStorage", at::kChar},
+      {"torch.ByteStorage", at::kByte},   {"torch.BoolStorage", at::kBool},
+  };
+  const auto it = kTypes.find(global);
+  if (it == kTypes.end()) throw PickleError("unsupported storage type " + global);
+  return it->second;
+}
+
+ValuePtr read_pickle(std::string_view bytes, const StorageLoader& load_storage) {
   std::map<std::string, torch::Tensor> loaded;
   StorageLoader once = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
     auto it = loaded.find(key);
@@ -614,109 +533,4 @@ ValuePtr read(const std::string& bytes, const StorageLoader& load_storage) {
   return machine.run(bytes);
 }
 
-}  // namespace dptrain::model::pickle
-
-namespace dptrain::model::pickle {
-namespace {
-
-// Appends opcodes and their operands, as Python's pickler writes them at protocol 2.
-class Writer {
- public:
-  std::string& bytes() { return out_; }
-
-  void op(uint8_t code) { out_.push_back(static_cast<char>(code)); }
-
-  void global(const std::string& module, const std::string& name) {
-    op(kGlobal);
-    out_ += module + "\n" + name + "\n";
-  }
-
-  void text(const std::string& s) {
-    op(kBinUnicode);
-    little_endian(s.size(), 4);
-    out_ += s;
-  }
-
-  void integer(int64_t i) {
-    if (i >= 0 && i < 256) {
-      op(kBinInt1);
-      little_endian(static_cast<uint64_t>(i), 1);
-    } else if (i >= INT32_MIN && i <= INT32_MAX) {
-      op(kBinInt);
-      little_endian(static_cast<uint32_t>(static_cast<int32_t>(i)), 4);
-    } else {
-      op(kLong1);
-      little_endian(8, 1);
-      little_endian(static_cast<uint64_t>(i), 8);
-    }
-  }
-
-  void int_tuple(const std::vector<int64_t>& values) {
-    op(kMark);
-    for (int64_t v : values) integer(v);
-    op(kTuple);
-  }
-
-  void empty_ordered_dict() {
-    global("collections", "OrderedDict");
-    op(kEmptyTuple);
-    op(kReduce);
-  }
-
- private:
-  void little_endian(uint64_t value, int width) {
-    for (int i = 0; i < width; ++i) out_.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-  }
-
-  std::string out_;
-};
-
-std::string storage_name(at::ScalarType dtype) {
-  for (const char* name :
-       {"Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"}) {
-    const std::string global = std::string("torch.") + name + "Storage";
-    if (storage_dtype(global) == dtype) return std::string(name) + "Storage";
-  }
-  throw PickleError(std::string("no storage type for ") + c10::toString(dtype));
-}
-
-// _rebuild_tensor_v2(('storage', torch.XStorage, key, 'cpu', numel), 0, size, stride, False,
-// OrderedDict())
-void write_tensor(Writer& w, const torch::Tensor& t, const std::string& key) {
-  w.global("torch._utils", "_rebuild_tensor_v2");
-  w.op(kMark);
-  w.op(kMark);
-  w.text("storage");
-  w.global("torch", storage_name(t.scalar_type()));
-  w.text(key);
-  w.text("cpu");
-  w.integer(t.numel());
-  w.op(kTuple);
-  w.op(kBinPersId);
-  w.integer(0);
-  w.int_tuple(t.sizes().vec());
-  w.int_tuple(t.strides().vec());
-  w.op(kNewFalse);
-  w.empty_ordered_dict();
-  w.op(kTuple);
-  w.op(kReduce);
-}
-
-}  // namespace
-
-std::string write_tensor_dict(const std::vector<std::pair<std::string, torch::Tensor>>& entries) {
-  Writer w;
-  w.op(kProto);
-  w.bytes().push_back(2);
-  w.empty_ordered_dict();
-  w.op(kMark);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    w.text(entries[i].first);
-    write_tensor(w, entries[i].second, std::to_string(i));
-  }
-  w.op(kSetItems);
-  w.op(kStop);
-  return std::move(w.bytes());
-}
-
-}  // namespace dptrain::model::pickle
+}  // namespace dptrain::serialize

@@ -1,0 +1,307 @@
+#include "train/checkpoint_file.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "optim/optimizer_state.h"
+#include "parallel/zero_optimizer.h"
+#include "serialize/torch_file.h"
+#include "serialize/zip_reader.h"
+#include "train/parameters.h"
+
+namespace dptrain::train {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using nlohmann::json;
+using serialize::Value;
+using serialize::ValuePtr;
+
+constexpr int kFormat = 3;  // 3: a torch.save file; 1 and 2 were TorchScript archives
+const char* const kFormatKey = "dptrain_checkpoint";
+
+const char* const kDamagedHint = "give another checkpoint from the run's checkpoints folder";
+
+// Settings that may change between a run and its resumption without changing what it computes.
+bool may_differ(const std::string& key) {
+  for (const char* prefix : {"/train/epochs", "/log/", "/runtime/", "/checkpoint/",
+                             "/data/num_workers", "/data/prefetch_batches", "/data/pin_memory",
+                             "/data/placement", "/data/dir", "/parallel/timeout_s"}) {
+    if (key.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string shape_of(const torch::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes();
+  return s.str();
+}
+
+std::vector<std::string> shapes_of(const std::vector<torch::Tensor>& tensors) {
+  std::vector<std::string> shapes;
+  for (const auto& t : tensors) shapes.push_back(shape_of(t));
+  return shapes;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+ValuePtr tensor_list(const std::vector<torch::Tensor>& tensors) {
+  std::vector<ValuePtr> items;
+  for (const auto& t : tensors) items.push_back(serialize::tensor(t));
+  return serialize::list(std::move(items));
+}
+
+std::vector<torch::Tensor> tensors_in(const Value& root, const std::string& key) {
+  const Value& list = serialize::as(Value::Kind::kList, serialize::at(root, key, "the checkpoint"),
+                                    "the checkpoint's " + key);
+  std::vector<torch::Tensor> tensors;
+  for (const auto& item : list.items) {
+    tensors.push_back(serialize::as_tensor(*item, "an entry of the checkpoint's " + key));
+  }
+  return tensors;
+}
+
+// The refusal of a checkpoint whose model is not the one the config builds.
+void check_model(const std::filesystem::path& path, const json& record,
+                 const config::Config& config, const std::vector<torch::Tensor>& params) {
+  const std::string model = record.at("model").get<std::string>();
+  const auto saved = record.at("shapes").get<std::vector<std::string>>();
+  const auto built = shapes_of(params);
+  if (model == config.model.name && saved == built) return;
+  throw Error(ErrorCode::kConfig,
+              path.string() + ": the checkpoint holds model \"" + model + "\" with parameters " +
+                  joined(saved) + ", but the config builds \"" + config.model.name + "\" with " +
+                  joined(built),
+              "resume with the experiment that wrote it (its config is in the checkpoint's "
+              "run folder, config.json), or start a new run without --resume");
+}
+
+void warn_about_changes(const std::filesystem::path& path, const json& saved,
+                        const config::Config& config) {
+  const json now = config::to_json(config).flatten();
+  const json then = saved.flatten();
+  for (const auto& [key, value] : then.items()) {
+    if (may_differ(key)) continue;
+    const auto it = now.find(key);
+    if (it == now.end() || *it != value) {
+      spdlog::warn(
+          "resuming {}: {} was {} and is now {}; the run will not match an "
+          "uninterrupted one",
+          path.string(), key, value.dump(), it == now.end() ? "absent" : it->dump());
+    }
+  }
+}
+
+// The record's progress fields (the best weights are tensors, read apart); json errors when a
+// field is missing or of another type.
+Progress progress_of(const json& record) {
+  Progress p;
+  p.epoch = record.at("epoch").get<int64_t>();
+  p.steps_done = record.at("steps_done").get<int64_t>();
+  p.global_step = record.at("global_step").get<int64_t>();
+  p.partial = training_sums_from_json(record.at("partial"));
+  for (const auto& m : record.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
+  const json& es = record.at("early_stopping");
+  p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
+                      es.at("without_improvement").get<int64_t>()};
+  p.scaler = {record.at("scaler").at("scale").get<double>(),
+              record.at("scaler").at("clean_steps").get<int64_t>()};
+  return p;
+}
+
+// Tensors that do not have the parameters' shapes are damage.
+void check_shapes(const std::vector<torch::Tensor>& values,
+                  const std::vector<torch::Tensor>& params, const std::string& what) {
+  if (values.size() != params.size()) {
+    throw std::runtime_error(what + ": " + std::to_string(values.size()) + " tensors for " +
+                             std::to_string(params.size()) + " parameters");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].sizes() != params[i].sizes()) {
+      throw std::runtime_error(what + ": tensor " + std::to_string(i) + " has shape " +
+                               shape_of(values[i]) + ", its parameter " + shape_of(params[i]));
+    }
+  }
+}
+
+// The CPU generator's state, checked to be one the generator takes.
+torch::Tensor generator_state(const Value& root) {
+  const torch::Tensor& rng = serialize::as_tensor(serialize::at(root, "cpu_rng", "the checkpoint"),
+                                                  "the checkpoint's cpu_rng");
+  const torch::Tensor now = at::detail::getDefaultCPUGenerator().get_state();
+  if (rng.scalar_type() != torch::kByte || rng.sizes() != now.sizes()) {
+    throw std::runtime_error("the checkpoint's cpu_rng is no CPU generator state");
+  }
+  return rng.clone();
+}
+
+// A decoded checkpoint: the torch.save file's object and its JSON record.
+struct Opened {
+  ValuePtr root;
+  json record;
+};
+
+[[noreturn]] void refuse(const std::filesystem::path& path, const std::string& what,
+                         const std::string& hint) {
+  throw Error(ErrorCode::kIo, path.string() + ": not a readable dptrain checkpoint: " + what, hint);
+}
+
+// The record of a decoded file that is a checkpoint of this format; `path` names it in errors.
+json record_of(const std::filesystem::path& path, const Value& root) {
+  const Value* format = serialize::find(root, kFormatKey);
+  if (format == nullptr) refuse(path, "a torch.save file without dptrain's record", kDamagedHint);
+  if (format->kind != Value::Kind::kInt || format->integer != kFormat) {
+    refuse(path,
+           "checkpoint format " +
+               (format->kind == Value::Kind::kInt ? std::to_string(format->integer) : "?") +
+               ", this dptrain reads " + std::to_string(kFormat),
+           "resume it with the dptrain version that wrote it");
+  }
+  try {
+    return json::parse(serialize::as_text(serialize::at(root, "record", "the checkpoint"),
+                                          "the checkpoint's record"));
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": a damaged checkpoint record: " + core::message_of(e),
+                kDamagedHint);
+  }
+}
+
+Opened open_checkpoint(const std::filesystem::path& path) {
+  Opened opened;
+  try {
+    opened.root = serialize::decode_torch_file(core::read_regular_file(path));
+  } catch (const core::Error&) {
+    throw;
+  } catch (const serialize::CodeArchiveError& e) {
+    refuse(path, e.what(),
+           "dptrain no longer opens TorchScript archives, which is what checkpoints of format 1 "
+           "and 2 were: finish such a run with the dptrain version that wrote it, or start from "
+           "its model.pt (--init-from), which stays readable");
+  } catch (const std::exception& e) {
+    refuse(path, core::message_of(e),
+           "give a file from a run's checkpoints folder, or --resume auto");
+  }
+  opened.record = record_of(path, *opened.root);
+  return opened;
+}
+
+}  // namespace
+
+void write_checkpoint(const std::filesystem::path& path, const config::Config& config,
+                      const Progress& progress, parallel::Backend& backend,
+                      torch::optim::Optimizer& optimizer) {
+  const std::vector<torch::Tensor> params = backend.parameters();
+  // A ZeRO rank holds a shard of the state: rank 0 saves the whole that consolidate() gathered.
+  std::unique_ptr<torch::optim::Optimizer> consolidated;
+  if (auto* zero = dynamic_cast<parallel::ZeroOptimizer*>(&optimizer)) {
+    consolidated = zero->take_consolidated();
+  }
+  json epochs = json::array();
+  for (const auto& m : progress.epochs) epochs.push_back(to_json(m));
+  const json record = {
+      {"model", config.model.name},
+      {"shapes", shapes_of(params)},
+      {"config", config::to_json(config)},
+      {"epoch", progress.epoch},
+      {"steps_done", progress.steps_done},
+      {"global_step", progress.global_step},
+      {"partial", to_json(progress.partial)},
+      {"epochs", epochs},
+      {"early_stopping",
+       {{"best_epoch", progress.early_stopping.best_epoch},
+        {"best", progress.early_stopping.best},
+        {"without_improvement", progress.early_stopping.without_improvement}}},
+      {"scaler", {{"scale", progress.scaler.scale}, {"clean_steps", progress.scaler.clean_steps}}},
+  };
+  const auto entry = [](const char* key, ValuePtr value) {
+    return std::make_pair(serialize::text(key), std::move(value));
+  };
+  const ValuePtr root = serialize::dict({
+      entry(kFormatKey, serialize::integer(kFormat)),
+      entry("record", serialize::text(record.dump())),
+      entry("parameters", tensor_list(params)),
+      entry("best_weights", tensor_list(progress.best_weights)),
+      entry("optimizer", optim::state_value(consolidated ? *consolidated : optimizer)),
+      entry("cpu_rng", serialize::tensor(at::detail::getDefaultCPUGenerator().get_state())),
+  });
+  std::filesystem::create_directories(path.parent_path());
+  core::write_file_atomic(path, serialize::encode_torch_file(*root));
+}
+
+std::optional<CheckpointWeights> checkpoint_weights(const std::filesystem::path& path,
+                                                    const Value& root) {
+  if (serialize::find(root, kFormatKey) == nullptr) return std::nullopt;
+  const json record = record_of(path, root);
+  CheckpointWeights weights;
+  try {
+    weights.model = record.at("model").get<std::string>();
+    weights.parameters = tensors_in(root, "parameters");
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
+                kDamagedHint);
+  }
+  return weights;
+}
+
+Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
+                         parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
+  const Opened opened = open_checkpoint(path);
+  const Value& root = *opened.root;
+  const std::vector<torch::Tensor> params = backend.parameters();
+  Progress p;
+  try {  // the whole record is read before anything is loaded, so a damaged one changes nothing
+    check_model(path, opened.record, config, params);
+    warn_about_changes(path, opened.record.at("config"), config);
+    p = progress_of(opened.record);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+                kDamagedHint);
+  }
+
+  // The tensors too, and the optimizer's state: all checked before anything changes.
+  auto* zero = dynamic_cast<parallel::ZeroOptimizer*>(&optimizer);
+  const std::vector<torch::Tensor> optimized = zero ? params : optim::optimizer_params(optimizer);
+  std::vector<torch::Tensor> values;
+  optim::StateList states;
+  torch::Tensor rng;
+  try {
+    values = tensors_in(root, "parameters");
+    check_shapes(values, params, "its parameters");
+    const std::vector<torch::Tensor> best = tensors_in(root, "best_weights");
+    if (!best.empty()) check_shapes(best, params, "its best weights");
+    for (size_t i = 0; i < best.size(); ++i) {
+      p.best_weights.push_back(best[i].to(params[i].scalar_type()).contiguous().clone());
+    }
+    states = optim::parse_state(serialize::at(root, "optimizer", "the checkpoint"),
+                                zero ? zero->shard_optimizer() : optimizer, optimized);
+    rng = generator_state(root);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
+                kDamagedHint);
+  }
+  if (zero) {
+    zero->load_state(states);
+  } else {
+    optim::apply_state(optimizer, optimized, states);
+  }
+  {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the global one
+    const std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
+  }
+  copy_into_parameters(backend, values);
+  return p;
+}
+
+}  // namespace dptrain::train

@@ -1,0 +1,128 @@
+// Files from elsewhere, opened as an attacker would hope: a TorchScript archive that runs code
+// when loaded, given to every path that opens a model or checkpoint; and the other way round,
+// PyTorch opening dptrain's checkpoints with weights_only=True.
+#include "support/catch.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+#include "support/skip.h"
+
+using namespace dptrain;
+using namespace dptrain::testing;
+
+namespace {
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kScripts = std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/";
+
+// 40 training images of 10 a batch, one epoch: 4 steps.
+std::string tiny_run(const TempDir& dir) {
+  return " --set data.dir=" + (dir / "data").string() +
+         " --set data.batch_size=10 --set train.epochs=1 --set runtime.threads=1"
+         " --set parallel.devices=cpu";
+}
+
+// A grey 28x28 PGM for predict.
+void write_pgm(const std::filesystem::path& path) {
+  write_text(path, "P5\n28 28\n255\n" + std::string(28 * 28, '\x80'));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a TorchScript archive that runs code when loaded runs nothing through evaluate, predict, "
+    "--init-from, --resume FILE or --resume auto",
+    "[cli][security]") {
+  if (!python_torch_present()) {
+    DPTRAIN_SKIP("needs Debian's python3-torch (scripts/setup.sh installs it)");
+  }
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 40, 20);
+  const std::string precious = "precious bytes an attacker wants to overwrite\n";
+  const auto victim = dir / "victim.txt";
+  write_text(victim, precious);
+  const auto evil = dir / "evil.pt";
+  const auto made = run_program(kPython, shell_words({kScripts + "make_code_archive.py",
+                                                      evil.string(), victim.string()}));
+  INFO(made.err);
+  REQUIRE(made.status == 0);
+  write_pgm(dir / "image.pgm");
+  const auto auto_run = dir / "auto";
+  std::filesystem::create_directories(auto_run / "checkpoints");
+  std::filesystem::copy_file(evil, auto_run / "checkpoints" / "epoch-0001.pt");
+
+  const std::string run = tiny_run(dir);
+  const std::vector<std::pair<std::string, std::string>> paths = {
+      {"evaluate --model " + evil.string() + run, evil.string()},
+      {"predict --model " + evil.string() + " " + (dir / "image.pgm").string(), evil.string()},
+      {"train --init-from " + evil.string() + run + " --output " + (dir / "init").string(),
+       evil.string()},
+      {"train --resume " + evil.string() + run + " --output " + (dir / "resume").string(),
+       evil.string()},
+      {"train --resume auto" + run + " --output " + auto_run.string(),
+       (auto_run / "checkpoints" / "epoch-0001.pt").string()},
+  };
+  for (const auto& [args, named] : paths) {
+    INFO(args);
+    const auto r = run_dptrain(args);
+    INFO(r.err);
+    CHECK(r.status == 5);
+    CHECK_THAT(r.err, ContainsSubstring(named + ": "));
+    CHECK_THAT(r.err, ContainsSubstring("a TorchScript archive (it holds code/"));
+    CHECK(core::read_text_file(victim) == precious);
+  }
+
+  // The archive is live: PyTorch's own loader runs it and the victim is overwritten.
+  const auto loaded = run_program(
+      kPython, shell_words({"-c", "import sys, torch; torch.jit.load(sys.argv[1])", evil.string()}));
+  INFO(loaded.err);
+  CHECK(loaded.status == 0);
+  CHECK(core::read_text_file(victim) == std::string(precious.size(), 'X'));
+}
+
+TEST_CASE(
+    "PyTorch opens dptrain's checkpoints with weights_only=True and finds the run's parameters "
+    "and optimizer state",
+    "[cli][security]") {
+  if (!python_torch_present()) {
+    DPTRAIN_SKIP("needs Debian's python3-torch (scripts/setup.sh installs it)");
+  }
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 40, 20);
+  for (const std::string optimizer : {"sgd", "adam"}) {
+    DYNAMIC_SECTION(optimizer) {
+      const auto out = dir / optimizer;
+      const std::string momentum = optimizer == "sgd" ? " --set optimizer.momentum=0.9" : "";
+      const auto r = run_dptrain("train" + tiny_run(dir) + " --set optimizer.name=" + optimizer +
+                                 momentum + " --output " + out.string());
+      INFO(r.err);
+      REQUIRE(r.status == 0);
+      const auto python = run_program(
+          kPython, shell_words({kScripts + "read_checkpoint.py",
+                                (out / "checkpoints" / "epoch-0001.pt").string(),
+                                (out / "model.pt").string()}));
+      INFO(python.err);
+      REQUIRE(python.status == 0);
+      const auto answer = nlohmann::json::parse(python.out);
+      CHECK(answer.at("keys") == nlohmann::json::array({"dptrain_checkpoint", "record",
+                                                        "parameters", "best_weights", "optimizer",
+                                                        "cpu_rng"}));
+      CHECK(answer.at("format") == 3);
+      CHECK(answer.at("model") == "lenet");
+      CHECK(answer.at("equal") == true);
+      CHECK(answer.at("param_groups") ==
+            nlohmann::json::parse(R"([{"params": [0, 1, 2, 3, 4, 5, 6, 7]}])"));
+      CHECK(answer.at("rng_bytes") == at::detail::getDefaultCPUGenerator().get_state().numel());
+      if (optimizer == "sgd") {
+        CHECK(answer.at("state") == nlohmann::json::array({"momentum_buffer"}));
+      } else {
+        CHECK(answer.at("state") == nlohmann::json::array({"exp_avg", "exp_avg_sq", "step"}));
+        CHECK(answer.at("step") == 4);
+      }
+    }
+  }
+}
