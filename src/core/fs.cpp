@@ -87,7 +87,8 @@ std::string read_regular_file(const std::filesystem::path& path) {
   if (::fstat(fd.get(), &st) != 0) fail(path, "cannot read its size", "check the path");
   if (!S_ISREG(st.st_mode)) {
     throw Error(ErrorCode::kIo,
-                path.string() + ": is " + (S_ISDIR(st.st_mode) ? "a directory" : "no regular file") +
+                path.string() + ": is " +
+                    (S_ISDIR(st.st_mode) ? "a directory" : "no regular file") +
                     ", not a file dptrain reads",
                 "give the path of a file");
   }
@@ -104,12 +105,36 @@ std::string read_regular_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& contents) {
+void ensure_own_folder(const std::filesystem::path& dir, const std::string& what) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error(ErrorCode::kIo,
+                dir.string() + ": cannot make " + what + ": " +
+                    (ec ? ec.message() : std::string("it is not a folder")),
+                "choose another folder");
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw Error(ErrorCode::kIo,
+                dir.string() + ": " + what + " belongs to another user (uid " +
+                    std::to_string(st.st_uid) + ")",
+                "write to a folder of your own");
+  }
+  if (st.st_mode & S_IWOTH) {
+    throw Error(ErrorCode::kIo, dir.string() + ": every user may write to " + what,
+                "write to a folder that only you (and your group) can write to, or chmod o-w it");
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& contents,
+                       unsigned mode) {
   // A name nobody can guess, created only if nothing is there (not even a dangling link): a link
   // planted beside the file is never followed.
   const std::filesystem::path tmp =
       path.string() + ".tmp." + std::to_string(::getpid()) + "." + random_suffix();
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+               static_cast<mode_t>(mode)));
   if (fd.get() < 0) {
     fail(tmp, "cannot create", "check that the output folder exists and is writable");
   }

@@ -51,6 +51,14 @@ void use_classic_store_server(StoreOptions& options) {
 #endif
 }
 
+// c10d::Store::clone(): 2.5 added it to the interface (pure virtual, so every store defines it);
+// before, a store's clone() overrides nothing.
+#if DPTRAIN_TORCH_AT_LEAST(2, 5)
+#define DPTRAIN_STORE_CLONE_OVERRIDE override
+#else
+#define DPTRAIN_STORE_CLONE_OVERRIDE
+#endif
+
 // Autocast's per-thread switches for one device type (CPU or CUDA). 2.4 replaced the functions
 // named after each device (set_cpu_enabled, set_autocast_gpu_dtype, ...) with ones that take it.
 #if DPTRAIN_TORCH_AT_LEAST(2, 4)

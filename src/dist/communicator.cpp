@@ -11,9 +11,7 @@
 #endif
 
 #include <c10/core/impl/VirtualGuardImpl.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if DPTRAIN_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
@@ -29,6 +27,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/torch_compat.h"
+#include "dist/job_store.h"
 
 namespace dptrain::dist {
 namespace {
@@ -42,58 +41,16 @@ std::string seconds(std::chrono::milliseconds timeout) {
 }
 
 #if DPTRAIN_WITH_GLOO
-bool is_loopback(const std::string& address) {
-  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
-}
-
 // Gloo's endpoint: the interface GLOO_SOCKET_IFNAME names (as in PyTorch), the loopback when the
 // whole job is on this machine, else the address this host's name resolves to.
-std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
+std::shared_ptr<::gloo::transport::Device> gloo_device(bool one_machine) {
   if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
   }
-  if (master_addr.empty() || is_loopback(master_addr)) {
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  }
+  if (one_machine) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 #endif
-
-c10::intrusive_ptr<c10d::Store> open_store(const RankInfo& info,
-                                           std::chrono::milliseconds timeout) {
-  if (info.master_addr.empty()) {
-    if (info.world_size != 1) {
-      throw Error(ErrorCode::kDistributed,
-                  "rank " + std::to_string(info.rank) + ": no rendezvous address for " +
-                      std::to_string(info.world_size) + " ranks",
-                  "set MASTER_ADDR and MASTER_PORT");
-    }
-    return c10::make_intrusive<c10d::HashStore>();
-  }
-  c10d::TCPStoreOptions options;
-  options.port = info.master_port;
-  options.isServer = info.rank == 0 && !info.store_served_by_launcher;
-  options.waitWorkers = false;
-  options.timeout = timeout;
-  core::compat::use_classic_store_server(options);
-  const std::string where = info.master_addr + ":" + std::to_string(info.master_port);
-  try {
-    return c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
-  } catch (const std::exception& e) {
-    if (options.isServer) {
-      throw Error(ErrorCode::kDistributed,
-                  "rank 0: could not serve the rendezvous store on port " +
-                      std::to_string(info.master_port) + ": " + message_of(e),
-                  "another job may be using MASTER_PORT " + std::to_string(info.master_port) +
-                      ": choose another");
-    }
-    throw Error(ErrorCode::kDistributed,
-                "rank " + std::to_string(info.rank) + ": could not reach the rendezvous store at " +
-                    where + " within " + seconds(timeout) + ": " + message_of(e),
-                "check MASTER_ADDR and MASTER_PORT, that rank 0 is running and reachable from "
-                "here; parallel.timeout_s sets how long to wait");
-  }
-}
 
 }  // namespace
 
@@ -115,20 +72,21 @@ struct Communicator::Group {
 
 Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                            Transport transport, torch::Device device,
-                           std::chrono::milliseconds timeout, int generation)
+                           std::chrono::milliseconds timeout, const std::string& key_prefix,
+                           bool one_machine)
     : store_(std::move(store)),
       rank_(rank),
       world_size_(world_size),
       transport_(transport),
       group_(std::make_unique<Group>()) {
-  // A prefix keeps dptrain's keys apart from a launcher's own keys in a shared store, and each
-  // generation of ranks apart from the last (PyTorch prefixes its keys per attempt likewise).
-  auto prefixed =
-      c10::make_intrusive<c10d::PrefixStore>("dptrain/" + std::to_string(generation), store_);
+  // A prefix keeps dptrain's keys apart from a launcher's own keys in a shared store, each job
+  // apart from others, and each generation of ranks apart from the last (PyTorch prefixes its keys
+  // per attempt likewise).
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(key_prefix + "group", store_);
   keys_ = prefixed;
   const std::string rank_text = "rank " + std::to_string(rank_);
   try {
-    store_->set(arrival_key(generation, rank_), std::vector<uint8_t>{1});
+    store_->set(arrival_key(key_prefix, rank_), std::vector<uint8_t>{1});
     if (transport_ == Transport::kNccl) {
 #if DPTRAIN_WITH_NCCL
       // NCCL binds its communicator to the current device.
@@ -145,8 +103,7 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
     } else {
 #if DPTRAIN_WITH_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      const auto* tcp = dynamic_cast<const c10d::TCPStore*>(store_.get());
-      options->devices.push_back(gloo_device(tcp ? tcp->getHost() : std::string()));
+      options->devices.push_back(gloo_device(one_machine));
       group_->collectives =
           c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank_, world_size_, options);
 #else
@@ -157,7 +114,7 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    const std::vector<int> missing = never_arrived(*store_, generation, world_size_);
+    const std::vector<int> missing = never_arrived(*store_, key_prefix, world_size_);
     const std::string absent = missing.empty() ? "" : rank_list(missing) + " never arrived; ";
     throw Error(ErrorCode::kDistributed,
                 rank_text + ": could not connect to the other " + std::to_string(world_size_ - 1) +
@@ -167,15 +124,15 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   }
 }
 
-std::string arrival_key(int generation, int rank) {
-  return "dptrain/" + std::to_string(generation) + "/arrived/" + std::to_string(rank);
+std::string arrival_key(const std::string& key_prefix, int rank) {
+  return key_prefix + "arrived/" + std::to_string(rank);
 }
 
-std::vector<int> never_arrived(c10d::Store& store, int generation, int world) {
+std::vector<int> never_arrived(c10d::Store& store, const std::string& key_prefix, int world) {
   std::vector<int> missing;
   try {
     for (int r = 0; r < world; ++r) {
-      if (!store.check({arrival_key(generation, r)})) missing.push_back(r);
+      if (!store.check({arrival_key(key_prefix, r)})) missing.push_back(r);
     }
   } catch (const std::exception&) {
     return {};  // the store is gone too: nothing to say about the ranks
@@ -197,9 +154,11 @@ Communicator::~Communicator() = default;
 std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport transport,
                                                  torch::Device device,
                                                  std::chrono::milliseconds timeout) {
-  auto store = open_store(info, timeout);
-  return std::make_unique<Communicator>(std::move(store), info.rank, info.world_size, transport,
-                                        device, timeout, info.restart_count);
+  JobStore job = open_job_store(info, plan_store(info, process_environment()), timeout);
+  auto comm = std::make_unique<Communicator>(job.store, info.rank, info.world_size, transport,
+                                             device, timeout, job.key_prefix, info.one_machine());
+  comm->server_ = std::move(job.server);
+  return comm;
 }
 
 void Communicator::fail(const std::string& what, const std::exception& cause) const {

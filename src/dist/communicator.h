@@ -1,5 +1,5 @@
-// The ranks of a job talking through PyTorch's c10d: a TCPStore for rendezvous, then a Gloo
-// (CPU, or CUDA tensors) or NCCL (CUDA) process group for the collectives. Nothing else in
+// The ranks of a job talking through PyTorch's c10d: a rendezvous store (dist/job_store.h), then a
+// Gloo (CPU, or CUDA tensors) or NCCL (CUDA) process group for the collectives. Nothing else in
 // dptrain includes c10d's process-group headers; errors come out as dptrain errors naming the rank.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dist/rendezvous.h"
+#include "dist/store_server.h"
 
 namespace dptrain::dist {
 
@@ -22,28 +23,31 @@ const char* transport_name(Transport transport);
 // Whether this LibTorch build has NCCL (the CUDA builds do; Debian's CPU build does not).
 bool nccl_available();
 
-// The store key (under no prefix) that rank `rank` of restart `generation` sets on reaching the
-// rendezvous: what a failed rendezvous reads to name the ranks that never came.
-std::string arrival_key(int generation, int rank);
+// The store key that rank `rank` sets on reaching the rendezvous, under the job's and generation's
+// `key_prefix` (dist/store_plan.h): what a failed rendezvous reads to name the ranks that never
+// came.
+std::string arrival_key(const std::string& key_prefix, int rank);
 // The ranks below `world` whose arrival key `store` lacks ({} when the store cannot be read).
-std::vector<int> never_arrived(c10d::Store& store, int generation, int world);
+std::vector<int> never_arrived(c10d::Store& store, const std::string& key_prefix, int world);
 // "ranks 2 and 3", "rank 1".
 std::string rank_list(const std::vector<int>& ranks);
 
 class Communicator {
  public:
-  // Joins the job `info` describes: serves the store (rank 0, unless the launcher does) or connects
-  // to it at info.master_addr:master_port, then builds the group. A world of one with no master
-  // address uses an in-process store. Waits for the other ranks up to `timeout`.
+  // Joins the job `info` describes: serves the store (rank 0, when no launcher does) or reaches
+  // it, as dist/store_plan.h decides, then builds the group. Waits for the other ranks up to
+  // `timeout`.
   static std::unique_ptr<Communicator> join(const RankInfo& info, Transport transport,
                                             torch::Device device,
                                             std::chrono::milliseconds timeout);
 
   // A group over an existing store (tests run ranks as threads over one in-process store).
-  // `generation`: the launcher's restart count; every key this group writes carries it, so that a
+  // `key_prefix`: of every key this group writes (the job's and its restart count's), so that a
   // restarted job never reads what the dead ranks left in a store that outlived them.
+  // `one_machine`: Gloo then listens on the loopback alone.
   Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size, Transport transport,
-               torch::Device device, std::chrono::milliseconds timeout, int generation = 0);
+               torch::Device device, std::chrono::milliseconds timeout,
+               const std::string& key_prefix = "dptrain/none/open/0/", bool one_machine = true);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -87,8 +91,9 @@ class Communicator {
 
  private:
   struct Group;
+  std::unique_ptr<StoreServer> server_;  // rank 0's, when it serves the store: outlives the rest
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::Store> keys_;  // store_ under this generation's prefix
+  c10::intrusive_ptr<c10d::Store> keys_;  // store_ under the job's and generation's prefix
   int rank_;
   int world_size_;
   Transport transport_;

@@ -6,7 +6,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstring>
 #include <map>
@@ -14,8 +13,10 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
 #include "dist/communicator.h"
+#include "dist/store_client.h"
+#include "dist/store_plan.h"
+#include "dist/store_server.h"
 
 extern char** environ;
 
@@ -71,9 +72,18 @@ Outcome outcome_of(int rank, pid_t pid, int raw) {
   return o;
 }
 
-// The environment of one rank: ours, plus torchrun's variables.
+// Where the ranks find the job's store, and what proves they belong to it.
+struct Rendezvous {
+  std::string addr;
+  uint16_t port = 0;
+  std::string secret;
+  std::string job_id;
+};
+
+// The environment of one rank: ours, plus torchrun's variables. The first node's launcher serves
+// the store for every node (TORCHELASTIC_USE_AGENT_STORE, as torchrun's agent does).
 std::vector<std::string> rank_environment(const LocalLaunch& launch, int local_rank,
-                                          const std::string& addr, uint16_t port, int restart) {
+                                          const Rendezvous& rendezvous, int restart) {
   const int world = launch.nnodes * launch.local_ranks;
   const std::map<std::string, std::string> ours = {
       {"RANK", std::to_string(launch.node_rank * launch.local_ranks + local_rank)},
@@ -81,11 +91,13 @@ std::vector<std::string> rank_environment(const LocalLaunch& launch, int local_r
       {"LOCAL_RANK", std::to_string(local_rank)},
       {"LOCAL_WORLD_SIZE", std::to_string(launch.local_ranks)},
       {"GROUP_RANK", std::to_string(launch.node_rank)},
-      {"MASTER_ADDR", addr},
-      {"MASTER_PORT", std::to_string(port)},
-      {"TORCHELASTIC_USE_AGENT_STORE", launch.node_rank == 0 ? "True" : "False"},
+      {"MASTER_ADDR", rendezvous.addr},
+      {"MASTER_PORT", std::to_string(rendezvous.port)},
+      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"DPTRAIN_LAUNCHER", "dptrain"},
       {"DPTRAIN_RESTART_COUNT", std::to_string(restart)},
+      {kSecretVariable, rendezvous.secret},
+      {"DPTRAIN_JOB_ID", rendezvous.job_id},
   };
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -167,33 +179,21 @@ const Outcome& culprit(const std::vector<Outcome>& failures) {
   return failures.front();
 }
 
-// The first node's launcher serves the store for the whole job, as torchrun's agent does; with
-// port 0 the system picks a free one, and no other process can take it before the ranks start.
-c10::intrusive_ptr<c10d::TCPStore> serve_store(const std::string& addr, uint16_t port,
-                                               std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions options;
-  options.port = port;
-  options.isServer = true;
-  options.waitWorkers = false;
-  options.timeout = timeout;
-  core::compat::use_classic_store_server(options);
-  try {
-    return c10::make_intrusive<c10d::TCPStore>(addr, options);
-  } catch (const std::exception& e) {
-    throw core::Error(
-        core::ErrorCode::kDistributed,
-        "could not serve the rendezvous store on port " + std::to_string(port) + ": " + e.what(),
-        "another job may be using that port: choose another --master-port");
-  }
+// The first node's launcher serves the store for the whole job, as torchrun's agent does: on the
+// loopback alone when the job is on this machine. With port 0 the system picks a free one, and no
+// other process can take it before the ranks start.
+std::unique_ptr<StoreServer> serve_store(const LocalLaunch& launch, const Rendezvous& rendezvous) {
+  return std::make_unique<StoreServer>(launch.nnodes == 1 ? "127.0.0.1" : "", rendezvous.port,
+                                       core::sha256(rendezvous.secret));
 }
 
 RankSet start_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch,
-                    const std::string& addr, uint16_t port, int restart) {
+                    const Rendezvous& rendezvous, int restart) {
   RankSet ranks;
   for (int local = 0; local < launch.local_ranks; ++local) {
     const int rank = launch.node_rank * launch.local_ranks + local;
     const pid_t pid =
-        start_rank(argv, rank_environment(launch, local, addr, port, restart), rank != 0);
+        start_rank(argv, rank_environment(launch, local, rendezvous, restart), rank != 0);
     ranks.add(pid, rank);
     spdlog::info("ddp: rank {} started (pid {})", rank, pid);
   }
@@ -276,9 +276,10 @@ int job_status(const JobEnd& end, int world, const std::vector<std::string>& res
 
 // After a failed attempt, the first node's launcher names the ranks that never reached the
 // rendezvous (a node that was not started, or started with another --master-port).
-void name_absent_ranks(c10d::Store& store, int restart, const LocalLaunch& launch) {
+void name_absent_ranks(c10d::Store& store, const std::string& key_prefix,
+                       const LocalLaunch& launch) {
   const std::vector<int> missing =
-      never_arrived(store, restart, launch.nnodes * launch.local_ranks);
+      never_arrived(store, key_prefix, launch.nnodes * launch.local_ranks);
   if (missing.empty()) return;
   std::vector<int> nodes;
   for (const int r : missing) {
@@ -295,23 +296,35 @@ void name_absent_ranks(c10d::Store& store, int restart, const LocalLaunch& launc
 
 int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch) {
   const int world = launch.nnodes * launch.local_ranks;
-  const std::string addr = launch.master_addr.empty() ? "127.0.0.1" : launch.master_addr;
-  uint16_t port = launch.master_port;
-  c10::intrusive_ptr<c10d::TCPStore> store;  // held until every rank has ended
+  Rendezvous rendezvous{launch.master_addr.empty() ? "127.0.0.1" : launch.master_addr,
+                        launch.master_port,
+                        secret_for_job(process_environment(), launch.nnodes == 1,
+                                       "node " + std::to_string(launch.node_rank)),
+                        ""};
+  // Held until every rank has ended: the store, and the launcher's own way into it.
+  std::unique_ptr<StoreServer> server;
+  c10::intrusive_ptr<StoreClient> store;
   if (launch.node_rank == 0) {
-    store = serve_store(addr, port, launch.timeout);
-    port = store->getPort();
+    server = serve_store(launch, rendezvous);
+    rendezvous.port = server->port();
+    const StoreEndpoint here{"127.0.0.1", rendezvous.port, core::sha256(rendezvous.secret)};
+    store = c10::make_intrusive<StoreClient>(
+        [here](std::string&) { return std::optional<StoreEndpoint>(here); }, launch.timeout);
   }
+  rendezvous.job_id = "dptrain-" + std::to_string(rendezvous.port);
   catch_signals();
   const int first_rank = launch.node_rank * launch.local_ranks;
   spdlog::info("ddp: starting ranks {} to {} of {} on this machine, rendezvous at {}:{}",
-               first_rank, first_rank + launch.local_ranks - 1, world, addr, port);
+               first_rank, first_rank + launch.local_ranks - 1, world, rendezvous.addr,
+               rendezvous.port);
   std::vector<std::string> restarts;  // the cause of each, "1 was killed by signal 9 (Killed)"
   for (int restart = 0;; ++restart) {
     RankSet ranks =
-        start_ranks(restart == 0 ? argv : launch.restart_argv, launch, addr, port, restart);
+        start_ranks(restart == 0 ? argv : launch.restart_argv, launch, rendezvous, restart);
     const JobEnd end = supervise(ranks, launch.grace);
-    if (!end.failures.empty() && store) name_absent_ranks(*store, restart, launch);
+    if (!end.failures.empty() && store) {
+      name_absent_ranks(*store, key_prefix(rendezvous.job_id, rendezvous.secret, restart), launch);
+    }
     // Ctrl-C and preemption notices end the job (the scheduler is taking the machine, even when a
     // rank stuck in a collective could not stop with a checkpoint); so does the failure after the
     // last restart.

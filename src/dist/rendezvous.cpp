@@ -103,6 +103,10 @@ RankInfo from_torchrun(const EnvLookup& env) {
   info.restart_count = static_cast<int>(vars.integer_or(
       "TORCHELASTIC_RESTART_COUNT", vars.integer_or("DPTRAIN_RESTART_COUNT", 0, 0, kMaxRestarts), 0,
       kMaxRestarts));
+  // torchrun's run id is "none" unless given: its port tells its jobs on one machine apart.
+  info.job_id = env("DPTRAIN_JOB_ID")
+                    .value_or(env("TORCHELASTIC_RUN_ID").value_or("none") + "-" +
+                              std::to_string(info.master_port));
   return info;
 }
 
@@ -118,9 +122,15 @@ RankInfo from_open_mpi(const EnvLookup& env) {
       static_cast<int>(vars.integer_or("OMPI_COMM_WORLD_LOCAL_RANK", info.rank, 0, kMaxWorld));
   info.node_rank = info.rank / info.local_world_size;  // mpirun's default by-slot mapping
   check_ranks(vars, info, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
-  // One node: every rank can find rank 0 on the loopback; several need MASTER_ADDR (mpirun -x).
-  const bool one_node = info.local_world_size == info.world_size;
-  read_master(vars, info, one_node ? "127.0.0.1" : "", uint16_t{29500});
+  // Each mpirun starts a job of its own id, the same in all its ranks (Open MPI 4 says it).
+  uint16_t port = 29500;
+  if (vars.has("OMPI_MCA_ess_base_jobid")) {
+    const int64_t id = vars.integer("OMPI_MCA_ess_base_jobid", 0, INT64_MAX);
+    info.job_id = std::to_string(id);
+    port = port_for_job(id);
+  }
+  // One node: every rank finds rank 0 on this machine; several need MASTER_ADDR (mpirun -x).
+  read_master(vars, info, info.one_machine() ? "127.0.0.1" : "", port);
   return info;
 }
 
@@ -152,7 +162,10 @@ RankInfo from_slurm(const EnvLookup& env) {
   }
   std::optional<uint16_t> port;
   if (vars.has("SLURM_JOB_ID")) {
-    port = port_for_slurm_job(vars.integer("SLURM_JOB_ID", 0, INT64_MAX));
+    const int64_t id = vars.integer("SLURM_JOB_ID", 0, INT64_MAX);
+    port = port_for_job(id);
+    info.job_id = std::to_string(id) + "." +
+                  vars.text("SLURM_STEP_ID").value_or(vars.text("SLURM_STEPID").value_or("0"));
   }
   read_master(vars, info, first_host, port);
   info.restart_count = static_cast<int>(vars.integer_or("SLURM_RESTART_COUNT", 0, 0, kMaxRestarts));
@@ -180,8 +193,8 @@ std::optional<RankInfo> detect_launcher(const EnvLookup& env) {
   return std::nullopt;
 }
 
-uint16_t port_for_slurm_job(int64_t job_id) {
-  return static_cast<uint16_t>(15000 + job_id % 20000);
+uint16_t port_for_job(int64_t job_id) {
+  return static_cast<uint16_t>(15000 + job_id % 14000);
 }
 
 std::string describe(const RankInfo& info) {

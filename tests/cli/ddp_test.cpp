@@ -11,6 +11,7 @@
 #include "support/fixtures.h"
 #include "support/runs.h"
 #include "support/skip.h"
+#include "support/sockets.h"
 
 using namespace dptrain::testing;
 
@@ -197,19 +198,72 @@ TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, nami
                                       R"([^\n]* failed: (.|\n)*)"));
 }
 
+TEST_CASE(
+    "a ddp job on one machine listens on the loopback alone, started by dptrain or as torchrun "
+    "starts it",
+    "[cli][ddp][security]") {
+  DdpData data;
+  TempDir dir;
+  // Every process's listening sockets once training is under way.
+  const auto listeners = [](const std::vector<int>& pids) {
+    std::vector<std::string> all;
+    for (const int pid : pids) {
+      for (const auto& a : listening_addresses(pid)) all.push_back(a);
+    }
+    return all;
+  };
+  SECTION("dptrain's launcher") {
+    BackgroundRun run(long_local_job(data, dir / "out"));
+    REQUIRE(run.wait_for_stderr("epoch 1 step 2/", 60));
+    std::vector<int> pids = started_rank_pids(run.stderr_text());
+    REQUIRE(pids.size() == 2);
+    pids.push_back(run.pid());
+    const std::vector<std::string> addresses = listeners(pids);
+    INFO(addresses.size() << " listening");
+    for (const auto& a : addresses) INFO(a);
+    CHECK_FALSE(addresses.empty());  // the store (Gloo closes its listeners once connected)
+    for (const auto& a : addresses) CHECK(is_loopback(a));
+  }
+  SECTION("ranks started with torchrun's variables, rank 0 serving the store") {
+    const int port = free_port();
+    const auto job = data.command(1000, {"--set", "parallel.backend=ddp", "--set",
+                                         "log.every_steps=1"}, dir / "torchrun");
+    BackgroundRun rank0(job, torchrun_env(0, 2, port));
+    BackgroundRun rank1(job, torchrun_env(1, 2, port));
+    REQUIRE(rank0.wait_for_stderr("epoch 1 step 2/", 60));
+    const std::vector<std::string> addresses = listeners({rank0.pid(), rank1.pid()});
+    for (const auto& a : addresses) INFO(a);
+    CHECK_FALSE(addresses.empty());
+    for (const auto& a : addresses) CHECK(is_loopback(a));
+  }
+}
+
 TEST_CASE("an unreachable rendezvous is a distributed error within the timeout", "[cli][ddp]") {
   DdpData data;
   const int port = free_port();
-  const auto result =
-      run_dptrain("train " + data.args(1) +
-                      " --set parallel.backend=ddp --set parallel.devices=cpu"
-                      " --set parallel.timeout_s=2 --output /nonexistent/never-written",
-                  {}, torchrun_env(1, 2, port));
-  CHECK(result.status == 8);
-  CHECK_THAT(result.err, ContainsSubstring("rank 1: could not reach the rendezvous store at "
-                                           "127.0.0.1:" +
-                                           std::to_string(port) + " within 2 s"));
-  CHECK_THAT(result.err, ContainsSubstring("hint: check MASTER_ADDR and MASTER_PORT"));
+  const std::string args = "train " + data.args(1) +
+                           " --set parallel.backend=ddp --set parallel.devices=cpu"
+                           " --set parallel.timeout_s=2 --output /nonexistent/never-written";
+  // On one machine rank 1 waits for rank 0 to publish where its store is.
+  const auto alone = run_dptrain(args, {}, torchrun_env(1, 2, port));
+  CHECK(alone.status == 8);
+  CHECK_THAT(alone.err, ContainsSubstring("rank 1: could not reach the rendezvous store within 2 s: "
+                                          "/tmp/dptrain-"));
+  CHECK_THAT(alone.err, ContainsSubstring("-" + std::to_string(port) +
+                                          "-0: No such file or directory (rank 0 has not "
+                                          "published the store)"));
+  CHECK_THAT(alone.err, ContainsSubstring("hint: check MASTER_ADDR and MASTER_PORT"));
+  // Across machines (one rank on this one) it looks for rank 0 at MASTER_ADDR:MASTER_PORT.
+  std::vector<std::string> across = torchrun_env(1, 2, port);
+  across.push_back("LOCAL_WORLD_SIZE=1");
+  across.push_back("LOCAL_RANK=0");
+  across.push_back("DPTRAIN_JOB_SECRET=0123456789abcdef0123456789abcdef");
+  const auto far = run_dptrain(args, {}, across);
+  CHECK(far.status == 8);
+  CHECK_THAT(far.err, ContainsSubstring("rank 1: could not reach the rendezvous store at "
+                                        "127.0.0.1:" +
+                                        std::to_string(port) +
+                                        " within 2 s: Connection refused"));
 }
 
 TEST_CASE("bad launcher variables and a batch that does not split are clear errors", "[cli][ddp]") {

@@ -37,6 +37,9 @@ std::vector<std::string> node(const TempDir& dir, int node_rank, int port,
   return args;
 }
 
+// Every machine of a job gets the same secret, as a batch script would export it.
+const std::vector<std::string> kSecret = {"DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
+
 }  // namespace
 
 TEST_CASE("a node that never starts is named, and its run leaves no empty folder",
@@ -45,7 +48,7 @@ TEST_CASE("a node that never starts is named, and its run leaves no empty folder
   write_tiny_dataset(dir / "data", 400, 40);
   const auto out = dir / "run";
   const auto started = std::chrono::steady_clock::now();
-  const auto result = run_dptrain(shell_words(node(dir, 0, free_port(), out)));
+  const auto result = run_dptrain(shell_words(node(dir, 0, free_port(), out)), {}, kSecret);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO(result.err);
@@ -64,8 +67,8 @@ TEST_CASE(
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
   const int port = free_port();
-  BackgroundRun node0(node(dir, 0, port, dir / "run"));
-  BackgroundRun node1(node(dir, 1, port, dir / "run1"));
+  BackgroundRun node0(node(dir, 0, port, dir / "run"), kSecret);
+  BackgroundRun node1(node(dir, 1, port, dir / "run1"), kSecret);
   REQUIRE(node0.wait_for_stderr("epoch 1 step 3/10", 90));
   const std::vector<int> pids1 = started_rank_pids(node1.stderr_text());
   REQUIRE(pids1.size() == 2);
@@ -80,4 +83,36 @@ TEST_CASE(
   for (const int pid : started_rank_pids(result.err)) CHECK_FALSE(process_alive(pid));
   // Node 1's ranks die with their launcher.
   for (const int pid : pids1) CHECK(process_ends(pid, /*timeout_s=*/5));
+}
+
+TEST_CASE(
+    "machines share a job secret: without one --nnodes is refused, and a node with another is "
+    "turned away by the store and named",
+    "[cli][ddp][nodes][security]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  const int port = free_port();
+  const auto none = run_dptrain(shell_words(node(dir, 1, port, dir / "none")));
+  CHECK(none.status == 8);
+  CHECK_THAT(none.err, ContainsSubstring("node 1: the ranks of a job across machines must share a "
+                                         "secret to reach its rendezvous store, and "
+                                         "DPTRAIN_JOB_SECRET is not set"));
+  CHECK_THAT(none.err, ContainsSubstring("hint: export DPTRAIN_JOB_SECRET="));
+  const auto too_short =
+      run_dptrain(shell_words(node(dir, 1, port, dir / "short")), {}, {"DPTRAIN_JOB_SECRET=abc"});
+  CHECK(too_short.status == 8);
+  CHECK_THAT(too_short.err, ContainsSubstring("DPTRAIN_JOB_SECRET holds 3 characters, too few to "
+                                              "be a secret (at least 16)"));
+
+  // Node 1 with a secret of its own: node 0's store refuses its ranks, which give up after the
+  // timeout saying so, and node 0 names them as never arrived.
+  BackgroundRun node0(node(dir, 0, port, dir / "run"), kSecret);
+  BackgroundRun node1(node(dir, 1, port, dir / "run1"),
+                      {"DPTRAIN_JOB_SECRET=ffffffffffffffffffffffffffffffff"});
+  const auto stranger = node1.finish(/*timeout_s=*/30);
+  const auto host = node0.finish(/*timeout_s=*/30);
+  CHECK(stranger.status == 8);
+  CHECK_THAT(stranger.err, ContainsSubstring("refused this rank's job secret"));
+  CHECK(host.status == 8);
+  CHECK_THAT(host.err, ContainsSubstring("ddp: ranks 2 and 3 (node 1) never reached the rendezvous"));
 }

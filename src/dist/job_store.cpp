@@ -1,0 +1,101 @@
+#include "dist/job_store.h"
+
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "core/error.h"
+#include "core/torch_compat.h"
+#include "dist/rendezvous_file.h"
+#include "dist/store_client.h"
+
+namespace dptrain::dist {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+std::string seconds(std::chrono::milliseconds timeout) {
+  return fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
+}
+
+// torchrun's agent store: a c10d TCPStore that torchrun serves.
+c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const StorePlan& plan,
+                                               std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = plan.port;
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  core::compat::use_classic_store_server(options);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kDistributed,
+                "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
+                    plan.host + ":" + std::to_string(plan.port) + " within " + seconds(timeout) +
+                    ": " + core::message_of(e),
+                "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running");
+  }
+}
+
+EndpointSource fixed(const StoreEndpoint& endpoint) {
+  return [endpoint](std::string&) { return std::optional<StoreEndpoint>(endpoint); };
+}
+
+// Where a rank that does not serve finds the store: where the plan says, or where rank 0's
+// rendezvous file says.
+EndpointSource endpoint_source(const StorePlan& plan) {
+  if (plan.rendezvous_file.empty()) {
+    return fixed({plan.host, plan.port, core::sha256(plan.secret)});
+  }
+  const std::filesystem::path file = plan.rendezvous_file;
+  return [file](std::string& why) -> std::optional<StoreEndpoint> {
+    const auto published = read_published(file, why);
+    if (!published) return std::nullopt;
+    return StoreEndpoint{"127.0.0.1", published->port, core::sha256(published->secret)};
+  };
+}
+
+}  // namespace
+
+JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
+                        std::chrono::milliseconds timeout) {
+  JobStore job;
+  job.key_prefix = plan.key_prefix;
+  switch (plan.kind) {
+    case StorePlan::Kind::kInProcess:
+      job.store = c10::make_intrusive<c10d::HashStore>();
+      return job;
+    case StorePlan::Kind::kTorchrunAgent:
+      job.store = torchrun_store(info, plan, timeout);
+      return job;
+    case StorePlan::Kind::kDptrain:
+      break;
+  }
+  std::string secret = plan.secret;
+  if (plan.serve) {
+    if (secret.empty()) secret = make_secret();
+    try {
+      job.server =
+          std::make_unique<StoreServer>(plan.bind_address, plan.port, core::sha256(secret));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kDistributed, "rank 0: " + std::string(e.what()), e.hint());
+    }
+    if (!plan.rendezvous_file.empty()) {
+      publish(plan.rendezvous_file, {job.server->port(), secret});
+    }
+  }
+  // Rank 0 reaches its own store on the loopback, which every address it listens on includes.
+  const EndpointSource source = plan.serve
+                                    ? fixed({"127.0.0.1", job.server->port(), core::sha256(secret)})
+                                    : endpoint_source(plan);
+  try {
+    job.store = c10::make_intrusive<StoreClient>(source, timeout);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kDistributed, "rank " + std::to_string(info.rank) + ": " + e.what(),
+                e.hint());
+  }
+  return job;
+}
+
+}  // namespace dptrain::dist

@@ -1,0 +1,275 @@
+#include "dist/store_server.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/store_protocol.h"
+#include "dist/store_table.h"
+
+namespace dptrain::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using store::Frame;
+
+// How many connections may be open at once.
+constexpr size_t kMaxConnections = 1024;
+constexpr size_t kReadChunk = 64 << 10;
+
+struct Connection {
+  int fd = -1;
+  bool authenticated = false;
+  bool closing = false;  // refused: close once the answer is out
+  Clock::time_point deadline;
+  std::string in;
+  std::string out;
+  std::optional<Frame> waiting;  // a get or wait whose keys are not all set yet
+};
+
+[[noreturn]] void cannot_serve(uint16_t port, const std::string& why) {
+  throw core::Error(
+      core::ErrorCode::kDistributed,
+      "could not serve the rendezvous store on port " + std::to_string(port) + ": " + why,
+      "another job may be using that port: choose another (--master-port, or "
+      "MASTER_PORT)");
+}
+
+// A listening socket on `address` (empty: every interface, IPv6 and IPv4 alike) and `port`.
+int listen_on(const std::string& address, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = address.empty() ? AF_INET6 : AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  int rc =
+      ::getaddrinfo(address.empty() ? nullptr : address.c_str(), service.c_str(), &hints, &found);
+  if (rc != 0 && address.empty()) {  // no IPv6 here: IPv4's wildcard
+    hints.ai_family = AF_INET;
+    rc = ::getaddrinfo(nullptr, service.c_str(), &hints, &found);
+  }
+  if (rc != 0) cannot_serve(port, ::gai_strerror(rc));
+  std::string why = "no address to listen on";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) continue;
+    const int on = 1, off = 0;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (a->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
+      ::freeaddrinfo(found);
+      return fd;
+    }
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  cannot_serve(port, why);
+}
+
+uint16_t port_of(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+}
+
+}  // namespace
+
+struct StoreServer::Loop {
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};  // a byte written to wake[1] stops the loop
+  core::Sha256Digest digest{};
+  std::chrono::milliseconds handshake_time{};
+  store::StoreTable table;
+  std::list<Connection> connections;
+
+  ~Loop() {
+    for (auto& c : connections) ::close(c.fd);
+    for (int fd : {listen_fd, wake[0], wake[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  void run() {
+    std::vector<pollfd> fds;
+    std::vector<std::list<Connection>::iterator> owners;
+    for (;;) {
+      fds.clear();
+      owners.clear();
+      fds.push_back({wake[0], POLLIN, 0});
+      fds.push_back(
+          {listen_fd, static_cast<short>(connections.size() < kMaxConnections ? POLLIN : 0), 0});
+      for (auto it = connections.begin(); it != connections.end(); ++it) {
+        short events = 0;
+        if (!it->closing && !it->waiting) events |= POLLIN;
+        if (!it->out.empty()) events |= POLLOUT;
+        fds.push_back({it->fd, events, 0});
+        owners.push_back(it);
+      }
+      ::poll(fds.data(), fds.size(), poll_timeout_ms());
+      if (fds[0].revents != 0) return;
+      if (fds[1].revents & POLLIN) accept_one();
+      for (size_t i = 0; i < owners.size(); ++i) {
+        if (!exchange(*owners[i], fds[i + 2].revents)) drop(owners[i]);
+      }
+      serve_all();
+      drop_late_handshakes();
+    }
+  }
+
+  int poll_timeout_ms() const {
+    std::optional<Clock::time_point> first;
+    for (const auto& c : connections) {
+      if (!c.authenticated && (!first || c.deadline < *first)) first = c.deadline;
+    }
+    if (!first) return -1;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*first - Clock::now());
+    return static_cast<int>(std::max<int64_t>(left.count(), 0) + 1);
+  }
+
+  void accept_one() {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;  // gone already, or out of descriptors: it may try again
+    const int on = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    Connection c;
+    c.fd = fd;
+    c.deadline = Clock::now() + handshake_time;
+    connections.push_back(std::move(c));
+  }
+
+  // Reads and writes what the socket allows; false when the connection is over.
+  bool exchange(Connection& c, short revents) {
+    if (revents & (POLLERR | POLLNVAL)) return false;
+    if (revents & POLLIN) {
+      char chunk[kReadChunk];
+      const ssize_t n = ::read(c.fd, chunk, sizeof chunk);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
+      if (n > 0) c.in.append(chunk, static_cast<size_t>(n));
+      if (!c.authenticated && !authenticate(c)) return !c.out.empty() || !c.closing;
+    } else if (revents & POLLHUP) {
+      return false;
+    }
+    if ((revents & POLLOUT) && !c.out.empty()) {
+      const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+      if (n > 0) c.out.erase(0, static_cast<size_t>(n));
+    }
+    return !(c.closing && c.out.empty());
+  }
+
+  // The handshake, once its bytes are in: whether the connection may go on.
+  bool authenticate(Connection& c) {
+    if (c.in.size() < store::kHelloSize) return true;
+    const bool ok =
+        store::hello_matches(std::string_view(c.in).substr(0, store::kHelloSize), digest);
+    c.out.push_back(static_cast<char>(ok ? store::kAccepted : store::kRefused));
+    c.in.erase(0, store::kHelloSize);
+    c.authenticated = ok;
+    c.closing = !ok;
+    if (!ok) c.in.clear();
+    return ok;
+  }
+
+  // Answers every request that can be answered, until nothing changes.
+  void serve_all() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (auto it = connections.begin(); it != connections.end();) {
+        try {
+          progress |= serve(*it);
+          ++it;
+        } catch (const store::ProtocolError&) {
+          it = erase(it);
+        }
+      }
+    }
+  }
+
+  // One waiting request retried, then the connection's next whole frames; whether any was answered.
+  bool serve(Connection& c) {
+    if (!c.authenticated || c.closing) return false;
+    bool progress = false;
+    if (c.waiting) {
+      if (auto reply = table.apply(*c.waiting)) {
+        c.out += store::encode(*reply);
+        c.waiting.reset();
+        progress = true;
+      } else {
+        return false;
+      }
+    }
+    Frame frame;
+    while (!c.waiting) {
+      const size_t used = store::decode(c.in, frame);
+      if (used == 0) break;
+      c.in.erase(0, used);
+      std::optional<Frame> reply;
+      try {
+        reply = table.apply(frame);
+      } catch (const store::ProtocolError& e) {
+        reply = Frame{store::kError, {e.what()}};
+      }
+      if (reply) {
+        c.out += store::encode(*reply);
+      } else {
+        c.waiting = std::move(frame);
+      }
+      progress = true;
+    }
+    return progress;
+  }
+
+  void drop_late_handshakes() {
+    const auto now = Clock::now();
+    for (auto it = connections.begin(); it != connections.end();) {
+      it = (!it->authenticated && now >= it->deadline) ? erase(it) : std::next(it);
+    }
+  }
+
+  void drop(std::list<Connection>::iterator it) { erase(it); }
+
+  std::list<Connection>::iterator erase(std::list<Connection>::iterator it) {
+    ::close(it->fd);
+    return connections.erase(it);
+  }
+};
+
+StoreServer::StoreServer(const std::string& address, uint16_t port,
+                         const core::Sha256Digest& secret_digest,
+                         std::chrono::milliseconds handshake_time)
+    : loop_(std::make_unique<Loop>()) {
+  loop_->digest = secret_digest;
+  loop_->handshake_time = handshake_time;
+  loop_->listen_fd = listen_on(address, port);
+  port_ = port_of(loop_->listen_fd);
+  if (::pipe2(loop_->wake, O_CLOEXEC) != 0) cannot_serve(port_, std::strerror(errno));
+  thread_ = std::thread([loop = loop_.get()] { loop->run(); });
+}
+
+StoreServer::~StoreServer() {
+  const char byte = 0;
+  if (::write(loop_->wake[1], &byte, 1) < 0) {
+    // The pipe cannot be full (one byte, once): nothing else to do.
+  }
+  thread_.join();
+}
+
+}  // namespace dptrain::dist

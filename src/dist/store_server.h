@@ -1,0 +1,38 @@
+// dptrain's rendezvous store, served on a thread of its own by whoever hosts the job's rendezvous
+// (dptrain's launcher, or rank 0 under SLURM and mpirun). It answers only clients that prove the
+// job's secret (dist/store_protocol.h), drops a connection that has not done so within a few
+// seconds, and checks every length before it holds anything that long. It listens on the
+// loopback alone when the whole job is on this machine.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/sha256.h"
+
+namespace dptrain::dist {
+
+class StoreServer {
+ public:
+  // Listens on `address` ("127.0.0.1"; empty: every interface) at `port` (0: a free one the
+  // system picks). A distributed error naming the port when it cannot. A connection that has not
+  // proved the secret within `handshake_time` is dropped.
+  StoreServer(const std::string& address, uint16_t port, const core::Sha256Digest& secret_digest,
+              std::chrono::milliseconds handshake_time = std::chrono::seconds(10));
+  ~StoreServer();  // stops serving and closes every connection
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  struct Loop;
+  std::unique_ptr<Loop> loop_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace dptrain::dist

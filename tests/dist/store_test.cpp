@@ -1,0 +1,189 @@
+// dptrain's rendezvous store over real sockets: c10d's semantics, the job's secret, and peers that
+// break the protocol or the limits.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "core/error.h"
+#include "core/sha256.h"
+#include "dist/store_client.h"
+#include "dist/store_protocol.h"
+#include "dist/store_server.h"
+#include "support/catch.h"
+
+using namespace dptrain;
+using namespace std::chrono_literals;
+
+namespace {
+
+const core::Sha256Digest kSecret = core::sha256("the job's secret, 32 characters!");
+
+c10::intrusive_ptr<dist::StoreClient> client_of(const dist::StoreServer& server,
+                                                const core::Sha256Digest& secret = kSecret,
+                                                std::chrono::milliseconds timeout = 5s) {
+  const dist::StoreEndpoint here{"127.0.0.1", server.port(), secret};
+  return c10::make_intrusive<dist::StoreClient>(
+      [here](std::string&) { return std::optional<dist::StoreEndpoint>(here); }, timeout);
+}
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+// A raw TCP connection to the server, for peers that do not follow the protocol.
+class RawPeer {
+ public:
+  explicit RawPeer(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~RawPeer() { ::close(fd_); }
+  void send(const std::string& data) const {
+    REQUIRE(::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size()));
+  }
+  // What arrives within `wait`, up to the server's close; `closed` tells whether it closed.
+  std::string receive(std::chrono::milliseconds wait, bool& closed) const {
+    std::string got;
+    closed = false;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      char chunk[256];
+      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
+      got.append(chunk, static_cast<size_t>(n));
+    }
+    return got;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string u32(uint32_t v) {
+  std::string out;
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the store answers as c10d's stores do: set, get, add, compareSet, check, delete, keys",
+          "[dist][store]") {
+  dist::StoreServer server("127.0.0.1", 0, kSecret);
+  auto store = client_of(server);
+  store->set("a", bytes("one"));
+  CHECK(store->get("a") == bytes("one"));
+  CHECK(store->add("n", 5) == 5);
+  CHECK(store->add("n", -2) == 3);
+  CHECK(store->get("n") == bytes("3"));  // a counter reads as decimal text, as in TCPStore
+  CHECK(store->compareSet("c", {}, bytes("x")) == bytes("x"));        // absent, expected nothing
+  CHECK(store->compareSet("c", bytes("y"), bytes("z")) == bytes("x"));  // not what was expected
+  CHECK(store->compareSet("c", bytes("x"), bytes("z")) == bytes("z"));
+  CHECK(store->compareSet("d", bytes("e"), bytes("f")) == bytes("e"));  // absent, expected "e"
+  CHECK(store->check({"a", "n"}));
+  CHECK_FALSE(store->check({"a", "missing"}));
+  CHECK(store->getNumKeys() == 3);
+  CHECK(store->deleteKey("a"));
+  CHECK_FALSE(store->deleteKey("a"));
+  store->set("empty", {});
+  CHECK(store->get("empty").empty());
+  // A second connection, as c10d's clone() makes for another thread, sees the same keys.
+  CHECK(store->clone()->get("c") == bytes("z"));
+}
+
+TEST_CASE("get and wait wait for another client's set, and time out naming the key",
+          "[dist][store]") {
+  dist::StoreServer server("127.0.0.1", 0, kSecret);
+  auto waiter = client_of(server);
+  auto setter = client_of(server);
+  std::thread later([&] {
+    std::this_thread::sleep_for(200ms);
+    setter->set("late", bytes("here"));
+  });
+  CHECK(waiter->get("late") == bytes("here"));
+  later.join();
+  waiter->wait({"late"});
+  CHECK_THROWS_WITH(waiter->wait({"never"}, 300ms),
+                    "timed out after 0.3 s waiting for the rendezvous store (key never)");
+  // The timed-out wait dropped its connection; the next request makes a new one.
+  CHECK(waiter->get("late") == bytes("here"));
+}
+
+TEST_CASE("a client without the job's secret is refused, and says so", "[dist][store][security]") {
+  dist::StoreServer server("127.0.0.1", 0, kSecret);
+  try {
+    client_of(server, core::sha256("another job's secret"), 500ms);
+    FAIL("a client with the wrong secret got in");
+  } catch (const core::Error& e) {
+    CHECK(e.code() == core::ErrorCode::kDistributed);
+    CHECK_THAT(e.what(), ContainsSubstring("refused this rank's job secret"));
+  }
+  // A peer that speaks TCPStore's protocol (or anything else) gets the refusal byte and the end.
+  RawPeer stranger(server.port());
+  stranger.send(std::string(64, '\0'));
+  bool closed = false;
+  CHECK(stranger.receive(2s, closed) == std::string(1, '\1'));
+  CHECK(closed);
+}
+
+TEST_CASE("a connection that does not prove the secret in time is dropped",
+          "[dist][store][security]") {
+  dist::StoreServer server("127.0.0.1", 0, kSecret, /*handshake_time=*/200ms);
+  RawPeer silent(server.port());
+  silent.send("DPT");  // most of nothing
+  bool closed = false;
+  CHECK(silent.receive(3s, closed).empty());
+  CHECK(closed);
+  CHECK(client_of(server)->check({"x"}) == false);  // the store still serves the job
+}
+
+TEST_CASE("lengths beyond the limits end the connection before anything that long is held",
+          "[dist][store][security]") {
+  dist::StoreServer server("127.0.0.1", 0, kSecret);
+  // TCPStore's flood: a SET whose value says it is 32 GB. Before the handshake it is just a wrong
+  // handshake; after it, a field over the limit.
+  for (const bool authenticated : {false, true}) {
+    INFO((authenticated ? "after" : "before") << " the handshake");
+    RawPeer peer(server.port());
+    if (authenticated) peer.send(dist::store::hello(kSecret));
+    std::string set = std::string(1, static_cast<char>(dist::store::Op::kSet)) + u32(2) + u32(1) +
+                      "k" + u32(0xffffffff);
+    peer.send(set + std::string(1 << 16, 'x'));
+    bool closed = false;
+    const std::string got = peer.receive(2s, closed);
+    CHECK(got == std::string(1, authenticated ? '\0' : '\1'));
+    CHECK(closed);
+  }
+  // Too many fields, and a frame over the total limit, are refused the same way.
+  RawPeer many(server.port());
+  many.send(dist::store::hello(kSecret) + std::string(1, '\7') + u32(1u << 20));
+  bool closed = false;
+  many.receive(2s, closed);
+  CHECK(closed);
+  auto store = client_of(server);
+  store->set("fine", bytes("still"));
+  CHECK(store->get("fine") == bytes("still"));
+  CHECK_THROWS_WITH(store->set(std::string(5000, 'k'), bytes("v")),
+                    ContainsSubstring("a key longer than 4096 bytes"));
+}
+
+TEST_CASE("SHA-256 gives FIPS 180-4's digests", "[core]") {
+  CHECK(core::hex(core::sha256("")) ==
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(core::hex(core::sha256("abc")) ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(core::hex(core::sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")) ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  CHECK(core::hex(core::sha256(std::string(1000000, 'a'))) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
