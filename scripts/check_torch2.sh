@@ -10,9 +10,11 @@
 #         `dptrain info` and the whole suite ([cuda] tests skip: there is no GPU here).
 #
 # Each mode has its own chroot (the two LibTorch packages conflict), made once under DIR
-# (default $DPTRAIN_TORCH2_DIR or /var/tmp/dptrain-torch2) and reused; delete the folder to start
-# afresh. Making one downloads from the Debian archive about 0.9 GB (cpu) or 3 GB (cuda) and
-# takes 3 GB or 9 GB of disk. The working tree (tracked and untracked files git does not ignore)
+# (default $DPTRAIN_TORCH2_DIR or ~/.cache/dptrain-torch2) and reused; delete the folder to start
+# afresh. DIR must be the caller's own and writable by nobody else (a folder another user can
+# write to could hold a planted chroot or link, run as root): it is refused otherwise. Making one
+# downloads about 0.9 GB (cpu) or 3 GB (cuda) from the Debian archive this machine's apt sources
+# name (or $DEBIAN_MIRROR), and takes 3 GB or 9 GB of disk. The working tree (tracked and untracked files git does not ignore)
 # is copied in at every run; the build folder stays in the chroot, so a second run is incremental.
 # The host's apt sources and packages are never touched: debootstrap, when the host lacks it, is
 # unpacked under DIR from the archive. Everything mounted is unmounted on exit, Ctrl-C included.
@@ -20,8 +22,7 @@
 # Needs root (chroot, mount).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-base=${DPTRAIN_TORCH2_DIR:-/var/tmp/dptrain-torch2}
+base=${DPTRAIN_TORCH2_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dptrain-torch2}
 usage="usage: $0 cpu|cuda [--dir DIR] [-- CTEST_ARGS...]"
 
 mode=${1:-}
@@ -39,8 +40,9 @@ done
 
 chroot_dir=$base/trixie-$mode
 source "$root/scripts/torch2/chroot.sh"
+mirror=${DEBIAN_MIRROR:-$(apt_mirror)}
 
-mkdir -p "$base"
+private_dir "$base"
 exec 9>"$base/$mode.lock"
 flock -n 9 || { echo "check_torch2: another run is using $chroot_dir; wait for it" >&2; exit 1; }
 trap 'stop_child; unmount_all' EXIT

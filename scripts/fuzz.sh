@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (libFuzzer, with AddressSanitizer and UndefinedBehaviorSanitizer) of the
 # readers that take outside input: IDX files (raw and gzip), experiment files with --set
-# overrides, checkpoints, model files (state_dicts) and SLURM's node lists.
+# overrides, checkpoints, model files (state_dicts), SLURM's node lists, and what a peer sends the
+# rendezvous store.
 #
-#   scripts/fuzz.sh [--seconds S] [TARGET...]    targets: idx config nodelist checkpoint model_file
+#   scripts/fuzz.sh [--seconds S] [TARGET...]
+#     targets: idx config nodelist checkpoint model_file store
 #
 # Each target runs S seconds (default 30) from its committed seeds (fuzz/corpus/TARGET) plus what
 # earlier runs here found (build-asan/corpus/TARGET). A crash, a sanitizer report or an exception
@@ -16,11 +18,11 @@ targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    idx|config|nodelist|checkpoint|model_file) targets+=("$1"); shift ;;
-    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file ...]" >&2; exit 2 ;;
+    idx|config|nodelist|checkpoint|model_file|store) targets+=("$1"); shift ;;
+    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file|store ...]" >&2; exit 2 ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file)
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file store)
 
 # The fuzz targets live in the AddressSanitizer build (clang, with libFuzzer's coverage).
 "$root/scripts/check.sh" asan --build-only

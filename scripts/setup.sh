@@ -30,7 +30,7 @@ else
   echo "setup: missing packages: ${missing[*]}; run as root or install sudo" >&2
   exit 1
 fi
-log=${TMPDIR:-/tmp}/dptrain-setup.log
+log=$(mktemp -t dptrain-setup.XXXXXX.log)  # a name of its own: a fixed one could be a planted link
 echo "setup: installing ${missing[*]} (log: $log)" >&2
 if ! { "${sudo[@]}" apt-get update -qq &&
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

@@ -1,9 +1,47 @@
-# Host-side helpers of scripts/check_torch2.sh: make the trixie chroot, mount and unmount what it
-# needs, copy the working tree in, and run a command inside. Sourced; expects root, mirror, base
-# and chroot_dir to be set.
+# Host-side helpers of scripts/check_torch2.sh: find the Debian archive, make the trixie chroot,
+# mount and unmount what it needs, copy the working tree in, and run a command inside. Sourced;
+# expects root, base and chroot_dir to be set (and mirror, before make_chroot).
 
 mounted=()  # mount points in the order they were made; unmount_all undoes them in reverse
 child=""    # the process group running inside the chroot, stopped on exit
+
+# The Debian archive this machine installs from: the first apt source (one-line *.list, or deb822
+# *.sources) that serves the release it runs (VERSION_CODENAME of /etc/os-release), which carries
+# trixie as well. No host is written into the project.
+apt_mirror() {
+  local codename uri files=() f
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [[ -f $f ]] && files+=("$f")
+  done
+  [[ ${#files[@]} -gt 0 ]] && uri=$(awk -v want="$codename" '
+    FNR == 1 { uris = ""; suites = "" }
+    /^deb[ \t]/ {  # deb [options] URI suite components
+      n = split($0, f, /[ \t]+/); i = 2
+      if (f[i] ~ /^\[/) { while (i <= n && f[i] !~ /\]$/) i++; i++ }
+      if (f[i + 1] == want) { print f[i]; exit }
+    }
+    /^URIs:/ { uris = $2 }
+    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == want && uris != "") { print uris; exit } }
+    /^$/ { uris = "" }
+  ' "${files[@]}")
+  if [[ -z $uri ]]; then
+    echo "check_torch2: no apt source serves $codename here; set DEBIAN_MIRROR to a Debian archive" >&2
+    return 1
+  fi
+  echo "$uri"
+}
+
+# Makes DIR (mode 700) if it is missing, and refuses one that is a link, is another user's, or is
+# writable by anyone else.
+private_dir() {
+  local dir=$1
+  (umask 077 && mkdir -p "$dir")
+  if [[ -L $dir || ! -O $dir ]] || [[ $(stat -c %a "$dir") =~ [2367].$|[2367]$ ]]; then
+    echo "check_torch2: $dir must be a folder of your own that nobody else can write to" >&2
+    exit 1
+  fi
+}
 
 ensure_debootstrap() {  # sets debootstrap_cmd: the host's debootstrap, or one unpacked under $base
   if command -v debootstrap >/dev/null; then

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "build_features.h"
+
 namespace c10d {
 class Backend;
 class ProcessGroup;
@@ -51,9 +53,10 @@ void use_classic_store_server(StoreOptions& options) {
 #endif
 }
 
-// c10d::Store::clone(): 2.5 added it to the interface (pure virtual, so every store defines it);
-// before, a store's clone() overrides nothing.
-#if DPTRAIN_TORCH_AT_LEAST(2, 5)
+// c10d::Store::clone(): a LibTorch after 2.6 added it to the interface (pure virtual, so every
+// store defines it); before, a store's clone() overrides nothing. CMake asks the headers
+// (build_features.h), since 2.6's lack it.
+#if DPTRAIN_STORE_HAS_CLONE
 #define DPTRAIN_STORE_CLONE_OVERRIDE override
 #else
 #define DPTRAIN_STORE_CLONE_OVERRIDE

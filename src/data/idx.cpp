@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <memory>
@@ -18,6 +19,7 @@ using core::ErrorCode;
 constexpr uint8_t kUnsignedByte = 0x08;
 constexpr int kMaxDims = 4;
 constexpr int64_t kMaxValues = int64_t{1} << 31;
+constexpr size_t kChunk = size_t{16} << 20;
 
 [[noreturn]] void corrupt(const std::filesystem::path& path, const std::string& what) {
   throw Error(ErrorCode::kData, path.string() + ": " + what,
@@ -94,9 +96,17 @@ IdxArray read_idx(const std::filesystem::path& path) {
     if (count > kMaxValues) corrupt(path, "dimensions describe an implausibly large array");
     array.dims.push_back(dim);
   }
-  array.values.resize(static_cast<size_t>(count));
-  const size_t got = file.read(array.values.data(), array.values.size());
-  if (got != array.values.size()) {
+  // The values grow as they arrive, a chunk at a time: a header that promises 2 GB over a file
+  // that holds nothing costs one chunk, not 2 GB of zeros.
+  size_t got = 0;
+  while (got < static_cast<size_t>(count)) {
+    const size_t chunk = std::min(static_cast<size_t>(count) - got, kChunk);
+    array.values.resize(got + chunk);
+    const size_t n = file.read(array.values.data() + got, chunk);
+    got += n;
+    if (n < chunk) break;
+  }
+  if (got != static_cast<size_t>(count)) {
     corrupt(path, "truncated: holds " + std::to_string(got) + " values, its header promises " +
                       std::to_string(count));
   }

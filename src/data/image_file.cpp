@@ -2,6 +2,8 @@
 
 #include <stb_image.h>
 
+#include <cstdint>
+
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/idx.h"
@@ -11,6 +13,8 @@ namespace dptrain::data {
 namespace {
 
 constexpr int64_t kSide = 28;
+// The largest picture decoded: 16 megapixels, 80 MB with stb_image's RGBA and our grey copy.
+constexpr int64_t kMaxPixels = int64_t{1} << 24;
 
 [[noreturn]] void not_an_image(const std::filesystem::path& path, const std::string& why) {
   throw core::Error(core::ErrorCode::kData, path.string() + ": " + why,
@@ -60,11 +64,31 @@ torch::Tensor grey_of(const unsigned char* pixels, int width, int height, int ch
   return grey;
 }
 
+// PNG's signature, or a binary PGM/PPM's "P5"/"P6": stb_image decodes a dozen more formats, with
+// public CVEs among them, and only these two may reach it.
+bool is_png_or_pnm(const std::string& bytes) {
+  static const std::string kPng("\x89PNG\r\n\x1a\n", 8);
+  return bytes.compare(0, kPng.size(), kPng) == 0 ||
+         (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6'));
+}
+
 InputImage read_picture(const std::filesystem::path& path, const std::string& bytes) {
+  if (!is_png_or_pnm(bytes)) not_an_image(path, "neither a PNG nor a PGM/PPM image");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) not_an_image(path, "a file over 2 GB");
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  const int size = static_cast<int>(bytes.size());
   int width = 0, height = 0, channels = 0;
-  unsigned char* pixels =
-      stbi_load_from_memory(reinterpret_cast<const unsigned char*>(bytes.data()),
-                            static_cast<int>(bytes.size()), &width, &height, &channels, 0);
+  // The header's size, read before anything is decoded.
+  if (stbi_info_from_memory(data, size, &width, &height, &channels) == 0) {
+    not_an_image(path,
+                 std::string("not a readable PNG or PGM image (") + stbi_failure_reason() + ")");
+  }
+  if (int64_t{width} * height > kMaxPixels) {
+    not_an_image(path, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
+                           " pixels, more than the " + std::to_string(kMaxPixels >> 20) +
+                           " megapixels dptrain decodes; scale it down first");
+  }
+  unsigned char* pixels = stbi_load_from_memory(data, size, &width, &height, &channels, 0);
   if (pixels == nullptr) {
     not_an_image(path,
                  std::string("not a readable PNG or PGM image (") + stbi_failure_reason() + ")");
@@ -83,7 +107,7 @@ torch::Tensor to_model_input(const torch::Tensor& grey) {
 
 std::vector<InputImage> read_input_images(const std::filesystem::path& path,
                                           std::optional<int64_t> index) {
-  const std::string bytes = core::read_text_file(path);  // names a missing file or a directory
+  const std::string bytes = core::read_regular_file(path);  // names a missing file or a folder
   if (bytes.empty()) not_an_image(path, "an empty file");
   if (is_idx(bytes)) return read_idx_images(path, index);
   if (index) not_an_image(path, "--index applies to IDX files, and this is none");

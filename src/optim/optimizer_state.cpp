@@ -19,7 +19,8 @@ struct StateNames {
 };
 
 StateNames names_of(const torch::optim::Optimizer& optimizer) {
-  if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return {{"momentum_buffer"}, false, "SGD"};
+  if (dynamic_cast<const torch::optim::SGD*>(&optimizer))
+    return {{"momentum_buffer"}, false, "SGD"};
   if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) {
     return {{"exp_avg", "exp_avg_sq"}, true, "AdamW"};
   }
@@ -104,9 +105,9 @@ ValuePtr state_value(const torch::optim::Optimizer& optimizer) {
 StateList parse_state(const Value& value, const torch::optim::Optimizer& optimizer,
                       const std::vector<torch::Tensor>& params) {
   const StateNames names = names_of(optimizer);
-  const Value& state = serialize::as(Value::Kind::kDict,
-                                     serialize::at(value, "state", "the optimizer's state"),
-                                     "the optimizer's \"state\"");
+  const Value& state =
+      serialize::as(Value::Kind::kDict, serialize::at(value, "state", "the optimizer's state"),
+                    "the optimizer's \"state\"");
   StateList states(params.size());
   for (const auto& [key, fields] : state.entries) {
     const int64_t i = serialize::as_int(*key, "a parameter number in the optimizer's state");

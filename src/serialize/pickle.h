@@ -62,15 +62,15 @@ ValuePtr tuple(std::vector<ValuePtr> items);
 ValuePtr dict(std::vector<std::pair<ValuePtr, ValuePtr>> entries, bool ordered = false);
 
 // Reading them: a PickleError naming `what` when `v` is not of that kind.
-int64_t as_int(const Value& v, const std::string& what);
-double as_real(const Value& v, const std::string& what);  // an int or a float
-const std::string& as_text(const Value& v, const std::string& what);
-const torch::Tensor& as_tensor(const Value& v, const std::string& what);
-const Value& as(Value::Kind kind, const Value& v, const std::string& what);
+int64_t as_int(const Value& v, std::string_view what);
+double as_real(const Value& v, std::string_view what);  // an int or a float
+const std::string& as_text(const Value& v, std::string_view what);
+const torch::Tensor& as_tensor(const Value& v, std::string_view what);
+const Value& as(Value::Kind kind, const Value& v, std::string_view what);
 // The entry of a dict under the string `key`, or nullptr.
-const Value* find(const Value& dict, const std::string& key);
+const Value* find(const Value& dict, std::string_view key);
 // The same, a PickleError naming `what` when it is missing.
-const Value& at(const Value& dict, const std::string& key, const std::string& what);
+const Value& at(const Value& dict, std::string_view key, std::string_view what);
 
 // A storage's bytes as a 1-D CPU tensor of `numel` elements of `dtype`, found by the record key
 // the stream names ("0", "1", ...).

@@ -394,7 +394,8 @@ class Machine {
   }
 
   void remember(uint64_t index) {
-    if (memo_.size() >= static_cast<size_t>(kMaxObjects)) throw PickleError("too many memo entries");
+    if (memo_.size() >= static_cast<size_t>(kMaxObjects))
+      throw PickleError("too many memo entries");
     memo_[index] = top();
   }
 
@@ -411,7 +412,8 @@ class Machine {
         args->items[0]->kind == Value::Kind::kTensor) {
       return args->items[0];
     }
-    throw PickleError("a call of " + callable.text + ", which a PyTorch file of weights "
+    throw PickleError("a call of " + callable.text +
+                      ", which a PyTorch file of weights "
                       "does not hold");
   }
 

@@ -38,7 +38,9 @@ const char* kind_name(Value::Kind kind) {
 
 }  // namespace
 
-ValuePtr none() { return make(Value::Kind::kNone); }
+ValuePtr none() {
+  return make(Value::Kind::kNone);
+}
 
 ValuePtr boolean(bool b) {
   ValuePtr v = make(Value::Kind::kBool);
@@ -89,31 +91,31 @@ ValuePtr dict(std::vector<std::pair<ValuePtr, ValuePtr>> entries, bool ordered) 
   return v;
 }
 
-const Value& as(Value::Kind kind, const Value& v, const std::string& what) {
+const Value& as(Value::Kind kind, const Value& v, std::string_view what) {
   if (v.kind != kind) {
-    throw PickleError(what + " is " + kind_name(v.kind) + ", not " + kind_name(kind));
+    throw PickleError(std::string(what) + " is " + kind_name(v.kind) + ", not " + kind_name(kind));
   }
   return v;
 }
 
-int64_t as_int(const Value& v, const std::string& what) {
+int64_t as_int(const Value& v, std::string_view what) {
   return as(Value::Kind::kInt, v, what).integer;
 }
 
-double as_real(const Value& v, const std::string& what) {
+double as_real(const Value& v, std::string_view what) {
   if (v.kind == Value::Kind::kInt) return static_cast<double>(v.integer);
   return as(Value::Kind::kFloat, v, what).real;
 }
 
-const std::string& as_text(const Value& v, const std::string& what) {
+const std::string& as_text(const Value& v, std::string_view what) {
   return as(Value::Kind::kString, v, what).text;
 }
 
-const torch::Tensor& as_tensor(const Value& v, const std::string& what) {
+const torch::Tensor& as_tensor(const Value& v, std::string_view what) {
   return as(Value::Kind::kTensor, v, what).tensor;
 }
 
-const Value* find(const Value& dict, const std::string& key) {
+const Value* find(const Value& dict, std::string_view key) {
   if (dict.kind != Value::Kind::kDict) return nullptr;
   for (const auto& [k, v] : dict.entries) {
     if (k->kind == Value::Kind::kString && k->text == key) return v.get();
@@ -121,10 +123,11 @@ const Value* find(const Value& dict, const std::string& key) {
   return nullptr;
 }
 
-const Value& at(const Value& dict, const std::string& key, const std::string& what) {
+const Value& at(const Value& dict, std::string_view key, std::string_view what) {
   as(Value::Kind::kDict, dict, what);
   const Value* found = find(dict, key);
-  if (found == nullptr) throw PickleError(what + " has no entry \"" + key + "\"");
+  if (found == nullptr)
+    throw PickleError(std::string(what) + " has no entry \"" + std::string(key) + "\"");
   return *found;
 }
 

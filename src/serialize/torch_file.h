@@ -24,7 +24,8 @@ std::string encode_torch_file(const Value& root);
 
 // The object a torch.save file holds. Throws ArchiveError or PickleError saying what is wrong,
 // and CodeArchiveError for a TorchScript archive (torch.jit.save's, or a checkpoint of dptrain
-// before format 3), which is refused unread. Storages are copied out of `bytes`; tensors are views of them (see pickle.h).
+// before format 3), which is refused unread. Storages are copied out of `bytes`; tensors are views
+// of them (see pickle.h).
 ValuePtr decode_torch_file(std::string_view bytes);
 
 }  // namespace dptrain::serialize

@@ -77,7 +77,6 @@ Directory find_directory(const Fields& f) {
   }
 }
 
-
 // The zip64 extra field's 8-byte values replace, in order, those of the 32-bit fields that are
 // 0xffffffff.
 void read_zip64_extra(const Fields& f, uint64_t extra, uint64_t extra_length, uint64_t& usize,
@@ -125,8 +124,8 @@ std::string_view record_data(const Fields& f, const ZipReader::Entry& e) {
   // Stored records only: an inflated one could grow to any size its header claims.
   if (!e.stored) damaged("record " + e.name + " is compressed or encrypted");
   if (f.at(e.local_header, 4) != kLocalHeader) damaged("record " + e.name + " has no header");
-  const uint64_t data = e.local_header + 30 + f.at(e.local_header + 26, 2) +
-                        f.at(e.local_header + 28, 2);
+  const uint64_t data =
+      e.local_header + 30 + f.at(e.local_header + 26, 2) + f.at(e.local_header + 28, 2);
   const std::string_view bytes = f.span(data, e.size, ("record " + e.name).c_str());
   uLong crc = crc32(0L, Z_NULL, 0);
   for (size_t done = 0; done < bytes.size();) {  // zlib takes at most 4 GB at a time

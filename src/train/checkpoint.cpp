@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "core/fs.h"
 #include "parallel/zero_optimizer.h"
 
 namespace dptrain::train {
@@ -55,7 +56,10 @@ std::filesystem::path Checkpointer::save(const std::string& name, const Progress
   const std::filesystem::path path = dir_ / name;
   // A ZeRO rank holds a shard of the optimizer's state: every rank sends its shard first.
   if (auto* zero = dynamic_cast<parallel::ZeroOptimizer*>(&optimizer)) zero->consolidate();
-  if (writer_) write_checkpoint(path, config_, progress, backend, optimizer);
+  if (writer_) {
+    core::ensure_own_folder(dir_, "the checkpoint folder");
+    write_checkpoint(path, config_, progress, backend, optimizer);
+  }
   return path;
 }
 

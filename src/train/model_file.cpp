@@ -37,10 +37,10 @@ std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
     try {
       dict = model::state_dict_of(*root);
     } catch (const std::exception& e) {
-      throw core::Error(core::ErrorCode::kIo,
-                        path.string() + ": neither a state_dict nor a dptrain checkpoint: " +
-                            core::message_of(e),
-                        kHint);
+      throw core::Error(
+          core::ErrorCode::kIo,
+          path.string() + ": neither a state_dict nor a dptrain checkpoint: " + core::message_of(e),
+          kHint);
     }
     return model::match_parameters(dict, specs, path.string());
   }

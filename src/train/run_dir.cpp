@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/fs.h"
 
 namespace dptrain::train {
 namespace {
@@ -24,15 +25,7 @@ bool holds_results(const std::filesystem::path& dir) {
   return false;
 }
 
-void create(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw core::Error(core::ErrorCode::kIo,
-                      dir.string() + ": cannot create the output folder: " + ec.message(),
-                      "choose another --output");
-  }
-}
+void create(const std::filesystem::path& dir) { core::ensure_own_folder(dir, "the output folder"); }
 
 }  // namespace
 

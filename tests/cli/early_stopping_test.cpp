@@ -80,8 +80,8 @@ TEST_CASE("a plateau stops the run at the patience's epoch and restores the best
               .status == 0);
   const auto best = dptrain::serialize::decode_torch_file(
       dptrain::core::read_text_file(kept / "checkpoints" / "best.pt"));
-  const auto& record = dptrain::serialize::at(*best, "record", "best.pt");
-  CHECK(nlohmann::json::parse(record.text).at("epochs").size() == 1);
+  const std::string record = dptrain::serialize::at(*best, "record", "best.pt").text;
+  CHECK(nlohmann::json::parse(record).at("epochs").size() == 1);
   CHECK(max_relative_difference(load_parameters(kept / "model.pt"),
                                 load_parameters(three_epochs / "model.pt")) == 0);
   CHECK(summary_of(kept).at("best_epoch") == 1);

@@ -46,8 +46,8 @@ TEST_CASE(
   const auto victim = dir / "victim.txt";
   write_text(victim, precious);
   const auto evil = dir / "evil.pt";
-  const auto made = run_program(kPython, shell_words({kScripts + "make_code_archive.py",
-                                                      evil.string(), victim.string()}));
+  const auto made = run_program(
+      kPython, shell_words({kScripts + "make_code_archive.py", evil.string(), victim.string()}));
   INFO(made.err);
   REQUIRE(made.status == 0);
   write_pgm(dir / "image.pgm");
@@ -78,7 +78,8 @@ TEST_CASE(
 
   // The archive is live: PyTorch's own loader runs it and the victim is overwritten.
   const auto loaded = run_program(
-      kPython, shell_words({"-c", "import sys, torch; torch.jit.load(sys.argv[1])", evil.string()}));
+      kPython,
+      shell_words({"-c", "import sys, torch; torch.jit.load(sys.argv[1])", evil.string()}));
   INFO(loaded.err);
   CHECK(loaded.status == 0);
   CHECK(core::read_text_file(victim) == std::string(precious.size(), 'X'));
@@ -101,16 +102,16 @@ TEST_CASE(
                                  momentum + " --output " + out.string());
       INFO(r.err);
       REQUIRE(r.status == 0);
-      const auto python = run_program(
-          kPython, shell_words({kScripts + "read_checkpoint.py",
-                                (out / "checkpoints" / "epoch-0001.pt").string(),
-                                (out / "model.pt").string()}));
+      const auto python =
+          run_program(kPython, shell_words({kScripts + "read_checkpoint.py",
+                                            (out / "checkpoints" / "epoch-0001.pt").string(),
+                                            (out / "model.pt").string()}));
       INFO(python.err);
       REQUIRE(python.status == 0);
       const auto answer = nlohmann::json::parse(python.out);
-      CHECK(answer.at("keys") == nlohmann::json::array({"dptrain_checkpoint", "record",
-                                                        "parameters", "best_weights", "optimizer",
-                                                        "cpu_rng"}));
+      CHECK(answer.at("keys") ==
+            nlohmann::json::array({"dptrain_checkpoint", "record", "parameters", "best_weights",
+                                   "optimizer", "cpu_rng"}));
       CHECK(answer.at("format") == 3);
       CHECK(answer.at("model") == "lenet");
       CHECK(answer.at("equal") == true);

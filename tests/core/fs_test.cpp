@@ -1,8 +1,11 @@
 #include "support/catch.h"
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/fs.h"
 #include "support/fixtures.h"
+#include "support/skip.h"
 
 using dptrain::core::Error;
 using dptrain::core::ErrorCode;
@@ -29,4 +32,42 @@ TEST_CASE("an atomic write into a missing folder is an I/O error naming the file
     CHECK(e.code() == ErrorCode::kIo);
     CHECK_THAT(e.what(), ContainsSubstring((dir / "missing").string()));
   }
+}
+
+TEST_CASE("an atomic write replaces a link planted at its path, and never writes through it",
+          "[core][security]") {
+  TempDir dir;
+  const auto target = dir / "precious";
+  dptrain::testing::write_text(target, "keep me\n");
+  std::filesystem::create_symlink(target, dir / "metrics.jsonl");
+  dptrain::core::write_file_atomic(dir / "metrics.jsonl", "new\n", 0600);
+  CHECK(dptrain::core::read_text_file(target) == "keep me\n");
+  CHECK_FALSE(std::filesystem::is_symlink(dir / "metrics.jsonl"));
+  CHECK(dptrain::core::read_text_file(dir / "metrics.jsonl") == "new\n");
+  CHECK((std::filesystem::status(dir / "metrics.jsonl").permissions() &
+         std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+}
+
+TEST_CASE("output folders are made when missing, and one every user may write to is refused",
+          "[core][security]") {
+  TempDir dir;
+  const auto mine = dir / "runs" / "new";
+  dptrain::core::ensure_own_folder(mine, "the output folder");  // made, with its parents
+  CHECK(std::filesystem::is_directory(mine));
+  const auto open = dir / "open";
+  std::filesystem::create_directory(open);
+  std::filesystem::permissions(open, std::filesystem::perms::all);
+  CHECK_THROWS_WITH(dptrain::core::ensure_own_folder(open, "the output folder"),
+                    (open.string() + ": every user may write to the output folder"));
+}
+
+TEST_CASE("a folder of another user is refused for output", "[core][security]") {
+  if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give a folder to another user (CI is root)");
+  TempDir dir;
+  const auto theirs = dir / "theirs";
+  std::filesystem::create_directory(theirs);
+  REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+  CHECK_THROWS_WITH(dptrain::core::ensure_own_folder(theirs, "the output folder"),
+                    theirs.string() + ": the output folder belongs to another user (uid 65534)");
 }

@@ -32,9 +32,10 @@ std::string binunicode(const std::string& s) {
 }
 
 pickle::ValuePtr read_plain(const std::string& bytes) {
-  return pickle::read_pickle(bytes, [](const std::string&, at::ScalarType, int64_t) -> torch::Tensor {
-    throw pickle::PickleError("no storages here");
-  });
+  return pickle::read_pickle(bytes,
+                             [](const std::string&, at::ScalarType, int64_t) -> torch::Tensor {
+                               throw pickle::PickleError("no storages here");
+                             });
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace {
 std::set<std::string> socket_inodes(int pid) {
   std::set<std::string> inodes;
   std::error_code ec;
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+  for (const auto& fd :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
     const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
     if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
   }

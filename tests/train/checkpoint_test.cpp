@@ -264,9 +264,10 @@ TEST_CASE(
                                "[3], its parameter [20, 1, 3, 3]"));
   CHECK_THAT(damage([](serialize::Value& o) {
                serialize::Value& first = *o.entries[0].second->entries[0].second;
-               first.entries = {{serialize::text("step"), serialize::integer(1)},
-                                {serialize::text("exp_avg"), serialize::tensor(torch::zeros({1}))},
-                                {serialize::text("exp_avg_sq"), serialize::tensor(torch::zeros({1}))}};
+               first.entries = {
+                   {serialize::text("step"), serialize::integer(1)},
+                   {serialize::text("exp_avg"), serialize::tensor(torch::zeros({1}))},
+                   {serialize::text("exp_avg_sq"), serialize::tensor(torch::zeros({1}))}};
              }),
              ContainsSubstring("the optimizer's state of parameter 0 is not the state of SGD"));
   CHECK(unchanged(other, copies));

@@ -1,0 +1,182 @@
+// Files made to exhaust memory or to reach a decoder's weak spots: each is refused within 100 MB
+// of address space (support/memory.h), with an error that says why, instead of allocating what it
+// claims.
+#include <zlib.h>
+
+#include <caffe2/serialize/inline_container.h>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "data/idx.h"
+#include "data/image_file.h"
+#include "model/lenet.h"
+#include "model/state_dict.h"
+#include "serialize/pickle.h"
+#include "serialize/torch_file.h"
+#include "support/catch.h"
+#include "support/fixtures.h"
+#include "support/memory.h"
+#include "support/skip.h"
+
+using namespace dptrain;
+using testing::run_within_memory;
+using testing::TempDir;
+
+namespace {
+
+constexpr long kCeilingMb = 100;
+
+const std::filesystem::path kFixtures =
+    std::filesystem::path(DPTRAIN_SOURCE_DIR) / "tests/model/data";
+
+std::string big_endian(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+// A PNG's signature and IHDR chunk, nothing after: enough for a header's claims.
+std::string png_header(uint32_t width, uint32_t height) {
+  // 8-bit grey, deflate, no filter, no interlace.
+  const std::string body =
+      "IHDR" + big_endian(width) + big_endian(height) + std::string("\x08\0\0\0\0", 5);
+  const uLong crc =
+      crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+  return std::string("\x89PNG\r\n\x1a\n", 8) + big_endian(13) + body +
+         big_endian(static_cast<uint32_t>(crc));
+}
+
+// A pickle stream of `body` between PROTO 2 and STOP.
+std::string stream(const std::string& body) {
+  return std::string("\x80\x02", 2) + body + ".";
+}
+
+serialize::ValuePtr read_with_storage(const std::string& pickle, int64_t numel) {
+  return serialize::read_pickle(pickle, [numel](const std::string&, at::ScalarType dtype, int64_t) {
+    return torch::zeros({numel}, torch::TensorOptions().dtype(dtype));
+  });
+}
+
+// _rebuild_tensor_v2 of a 4-float storage with this size and stride (LONG1 operands, 8 bytes).
+std::string rebuild(const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
+  const auto long1 = [](int64_t v) {
+    std::string out = "\x8a\x08";
+    for (int i = 0; i < 8; ++i)
+      out.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
+    return out;
+  };
+  std::string s = "ctorch._utils\n_rebuild_tensor_v2\n(";
+  s += "(X" + std::string("\x07\0\0\0", 4) + "storagectorch\nFloatStorage\nX" +
+       std::string("\x01\0\0\0", 4) + "0X" + std::string("\x03\0\0\0", 4) + "cpuK\x04tQ";
+  s += std::string("K\0(", 3);
+  for (int64_t v : size) s += long1(v);
+  s += "t(";
+  for (int64_t v : stride) s += long1(v);
+  s += "ttR";
+  return stream(s);
+}
+
+}  // namespace
+
+TEST_CASE("the memory ceiling of these tests stops an allocation past it", "[serialize]") {
+  if (!testing::memory_ceiling_enforced()) {
+    DPTRAIN_SKIP("AddressSanitizer's reserved address space leaves no room for a ceiling");
+  }
+  CHECK(run_within_memory([] { std::vector<char> block(size_t{1} << 30, 'x'); }, kCeilingMb) ==
+        "out of memory");
+  CHECK(run_within_memory([] { std::vector<char> block(size_t{10} << 20, 'x'); }, kCeilingMb) ==
+        "returned");
+}
+
+TEST_CASE(
+    "a state_dict whose tensor repeats one float 2^31 times stays a view and is refused by its "
+    "shape, within 100 MB",
+    "[serialize][security]") {
+  // The file: evaluate --model asked for 8 GB when each tensor was copied out on reading.
+  const std::string bytes = core::read_text_file(kFixtures / "expanded_view.pt");
+  const auto specs = model::parameter_specs(*model::LeNet());
+  const std::string outcome = run_within_memory(
+      [&] {
+        const model::StateDict dict = model::decode_state_dict(bytes);
+        if (dict.at(0).second.numel() != (int64_t{1} << 31)) throw std::logic_error("not a view");
+        model::match_parameters(dict, specs, "expanded_view.pt");
+      },
+      kCeilingMb);
+  CHECK_THAT(outcome, ContainsSubstring("threw: expanded_view.pt: its parameters do not fit the "
+                                        "model: missing 0.weight"));
+  CHECK_THAT(outcome, ContainsSubstring("mis-shaped 7.weight: [2147483648] in the file, [128, 800] "
+                                        "in the model"));
+}
+
+TEST_CASE("tensor views whose (size - 1) * stride overflows are refused, not computed",
+          "[serialize][security]") {
+  CHECK(read_with_storage(rebuild({2, 2}, {2, 1}), 4)->tensor.sizes() ==
+        torch::IntArrayRef({2, 2}));
+  const int64_t huge = int64_t{1} << 62;
+  CHECK_THROWS_WITH(read_with_storage(rebuild({4}, {huge}), 4),
+                    ContainsSubstring("a tensor with a negative or overflowing size or stride"));
+  CHECK_THROWS_WITH(read_with_storage(rebuild({int64_t{1} << 40, int64_t{1} << 40}, {0, 0}), 4),
+                    ContainsSubstring("negative or overflowing"));  // 2^80 elements
+  CHECK_THROWS_WITH(read_with_storage(rebuild({2, 3}, {3, 1}), 4),
+                    ContainsSubstring("a tensor that reaches past its storage of 4 elements"));
+}
+
+TEST_CASE("a pickle of millions of objects is refused once it passes 2^18, within 100 MB",
+          "[serialize][security]") {
+  // 3 MB of NONE opcodes: each one object on the stack.
+  const std::string nones = stream(std::string(3 << 20, 'N'));
+  const std::string outcome = run_within_memory([&] { read_with_storage(nones, 0); }, kCeilingMb);
+  CHECK_THAT(outcome, ContainsSubstring("threw: more than 262144 objects"));
+  // Memo lookups (BINGET 0) push no new object but grow the stack: bounded as well.
+  std::string gets = "N" + std::string("q\0", 2);
+  for (int i = 0; i < 300000; ++i) gets += std::string("h\0", 2);
+  CHECK_THAT(run_within_memory([&] { read_with_storage(stream(gets), 0); }, kCeilingMb),
+             ContainsSubstring("objects on the stack"));
+}
+
+TEST_CASE("a compressed record is refused, never inflated", "[serialize][security]") {
+  // The same record stored, then marked deflated in both its headers: whatever it would inflate
+  // to, it is not read.
+  std::string bytes = model::encode_state_dict({{"w", torch::ones({4})}});
+  for (const char* signature : {"PK\x01\x02", "PK\x03\x04"}) {
+    for (size_t at = bytes.find(signature); at != std::string::npos;
+         at = bytes.find(signature, at + 4)) {
+      const size_t method = at + (signature[2] == '\x01' ? 10 : 8);
+      bytes[method] = 8;  // deflate
+    }
+  }
+  CHECK_THROWS_WITH(model::decode_state_dict(bytes),
+                    ContainsSubstring("record data.pkl is compressed or encrypted"));
+}
+
+TEST_CASE("an IDX header that promises 2 GB over no data costs no 2 GB", "[serialize][security]") {
+  TempDir dir;
+  // 8 x 16384 x 16384 bytes promised, none there; gzip's and the plain file's alike.
+  const std::vector<uint8_t> header = testing::idx_bytes({8, 16384, 16384}, {});
+  testing::write_bytes(dir / "plain", header);
+  testing::write_gzip(dir / "packed.gz", header);
+  for (const char* name : {"plain", "packed.gz"}) {
+    INFO(name);
+    const std::string outcome = run_within_memory([&] { data::read_idx(dir / name); }, kCeilingMb);
+    CHECK_THAT(outcome, ContainsSubstring("truncated: holds 0 values, its header promises "
+                                          "2147483648"));
+  }
+}
+
+TEST_CASE(
+    "predict's images: only PNG and PGM/PPM reach the decoder, and no more than 16 megapixels",
+    "[serialize][security]") {
+  TempDir dir;
+  // 64 megapixels claimed by a 33-byte file: refused from its header.
+  testing::write_text(dir / "vast.png", png_header(8192, 8192));
+  const std::string vast =
+      run_within_memory([&] { data::read_input_images(dir / "vast.png"); }, kCeilingMb);
+  CHECK_THAT(vast, ContainsSubstring("vast.png: an image of 8192x8192 pixels, more than the "
+                                     "16 megapixels dptrain decodes"));
+  // stb_image would decode a GIF (and BMP, PSD, TGA, HDR, PIC...): never given one.
+  testing::write_text(dir / "image.gif", std::string("GIF89a\x01\x00\x01\x00\x80\x00\x00", 13) +
+                                             std::string(20, '\0'));
+  CHECK_THROWS_WITH(data::read_input_images(dir / "image.gif"),
+                    ContainsSubstring("image.gif: neither a PNG nor a PGM/PPM image"));
+  CHECK_THROWS_WITH(data::read_input_images("/dev/zero"), ContainsSubstring("/dev/zero: is no "
+                                                                            "regular file"));
+}

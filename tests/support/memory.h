@@ -1,0 +1,20 @@
+// Running a piece of a test under a memory ceiling: a reader handed a hostile file must refuse it
+// without first allocating what the file claims. The piece runs in a forked child whose address
+// space may grow by at most `limit_mb` beyond what it holds at the fork; an allocation past that
+// fails there (std::bad_alloc) instead of swapping the machine.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace dptrain::testing {
+
+// How the piece ended: "returned", "threw: <message>", "out of memory", or "crashed".
+// Under AddressSanitizer (which reserves terabytes of address space) it runs in this process
+// without a ceiling: the outcome is still checked, the bound only where it can be.
+std::string run_within_memory(const std::function<void()>& piece, long limit_mb);
+
+// Whether run_within_memory enforces its ceiling in this build (not under AddressSanitizer).
+bool memory_ceiling_enforced();
+
+}  // namespace dptrain::testing
