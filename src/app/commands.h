@@ -21,10 +21,14 @@ int run_predict(const cli::Command& command);
 // The experiment the command names (its --config and --set), resolved.
 config::Config resolve(const cli::Command& command);
 
+// What the launched ranks do: training may restart them (parallel.max_restarts); evaluation
+// ignores the training-only keys of the experiment it reads.
+enum class Purpose { kTrain, kEvaluate };
+
 // ddp with no launcher around and more than one local rank (or machine): this process launches
 // the ranks, each running the same command line, and returns the job's exit status. Nothing
 // when this process should do the work itself.
 std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
-                                          const std::vector<std::string>& argv);
+                                          const std::vector<std::string>& argv, Purpose purpose);
 
 }  // namespace dptrain::app

@@ -15,7 +15,9 @@ namespace dptrain::app {
 
 int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv) {
   const config::Config config = resolve(command);
-  if (auto status = launch_ranks_if_needed(command, config, argv)) return *status;
+  if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kEvaluate)) {
+    return *status;
+  }
   const dist::RankInfo rank =
       dist::detect_launcher(dist::process_environment()).value_or(dist::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);

@@ -9,6 +9,7 @@
 #include "config/schema.h"
 #include "core/error.h"
 #include "core/heap.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/torch_info.h"
 #include "data/locate.h"
@@ -29,6 +30,9 @@ std::string data_line(const std::string& dataset) {
 }
 
 int run(const cli::Command& command, const std::vector<std::string>& argv) {
+  // Training releases the signals a launcher held once its handlers are in (train_command.cpp);
+  // everything else takes their default actions, now.
+  if (command.action != cli::Action::kTrain) core::release_launcher_signals();
   switch (command.action) {
     case cli::Action::kInfo:
       std::cout << core::format_torch_info(core::torch_info()) << data_line("fashion-mnist");

@@ -32,7 +32,8 @@ std::vector<std::string> resuming(const std::vector<std::string>& argv) {
   return out;
 }
 
-// Restarts resume from the run's checkpoints, so they need to know where those are.
+// Restarts resume from the run's checkpoints, so they need to know where those are, and there must
+// be checkpoints to resume from.
 int max_restarts(const cli::Command& command, const config::Config& config) {
   const int restarts =
       command.max_restarts.value_or(static_cast<int>(config.parallel.max_restarts));
@@ -50,11 +51,19 @@ int max_restarts(const cli::Command& command, const config::Config& config) {
     usage_error("restarts resume from the run's checkpoints, but there is no --output",
                 "give the run's folder with --output (or set checkpoint.dir)");
   }
+  if (config.checkpoint.every_epochs == 0 && config.checkpoint.every_steps == 0) {
+    throw core::Error(core::ErrorCode::kConfig,
+                      "parallel.max_restarts: restarts resume from the newest checkpoint, but "
+                      "checkpoint.every_epochs and checkpoint.every_steps are both 0: every "
+                      "restart would start over from the first epoch",
+                      "set checkpoint.every_epochs (1 is its default) or checkpoint.every_steps, "
+                      "or leave restarts out");
+  }
   return restarts;
 }
 
 int launch_ranks(const cli::Command& command, const config::Config& config, int local_ranks,
-                 const std::vector<std::string>& argv) {
+                 const std::vector<std::string>& argv, Purpose purpose) {
   const cli::MultiNode& nodes = command.nodes;
   if (nodes.node_rank >= nodes.nnodes) {
     usage_error("--node-rank " + std::to_string(nodes.node_rank) + " is not below --nnodes " +
@@ -76,8 +85,10 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
   launch.master_port = static_cast<uint16_t>(nodes.master_port);
   launch.timeout =
       std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
-  launch.max_restarts = max_restarts(command, config);
-  launch.restart_argv = resuming(argv);
+  if (purpose == Purpose::kTrain) {
+    launch.max_restarts = max_restarts(command, config);
+    launch.restart_argv = resuming(argv);
+  }
   return dist::run_local_ranks(argv, launch);
 }
 
@@ -88,13 +99,13 @@ config::Config resolve(const cli::Command& command) {
 }
 
 std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
-                                          const std::vector<std::string>& argv) {
+                                          const std::vector<std::string>& argv, Purpose purpose) {
   if (dist::detect_launcher(dist::process_environment())) return std::nullopt;
   if (config.parallel.backend != config::Backend::kDdp) return std::nullopt;
   const int local_ranks = parallel::local_rank_count(config.parallel.devices);
   if (local_ranks <= 1 && command.nodes.nnodes <= 1) return std::nullopt;
   core::init_logging(config::name_of(config.log.level));
-  return launch_ranks(command, config, local_ranks, argv);
+  return launch_ranks(command, config, local_ranks, argv, purpose);
 }
 
 }  // namespace dptrain::app

@@ -55,6 +55,7 @@ int train_here(const cli::Command& command, const config::Config& config,
   core::init_logging(config::name_of(config.log.level), rank.rank);
   core::install_interrupt_handler();
   core::install_preemption_handler();
+  core::release_launcher_signals();  // a notice that came while this rank started acts now
   // A peer that dies mid-collective must surface as Gloo's error naming the collective, not as
   // a SIGPIPE killing this rank silently when Gloo writes to its socket (Python ignores SIGPIPE
   // too, so PyTorch's users see the same).
@@ -87,7 +88,9 @@ int train_here(const cli::Command& command, const config::Config& config,
 
 int run_train(const cli::Command& command, const std::vector<std::string>& argv) {
   const config::Config config = resolve(command);
-  if (auto status = launch_ranks_if_needed(command, config, argv)) return *status;
+  if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kTrain)) {
+    return *status;
+  }
   const auto launched = dist::detect_launcher(dist::process_environment());
   if (command.nodes.given && !launched && config.parallel.backend != config::Backend::kDdp) {
     usage_error("--nnodes, --node-rank, --master-addr and --master-port launch ddp ranks",

@@ -8,6 +8,7 @@
 
 #include "config/checker.h"
 #include "config/json_merge.h"
+#include "config/json_text.h"
 #include "config/schema.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -21,7 +22,7 @@ using nlohmann::json;
 
 json parse_json_text(const std::string& text, const std::string& source) {
   try {
-    return json::parse(text);
+    return parse_json(text);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     throw Error(ErrorCode::kConfig, source + ": not valid JSON: " + e.what(),
                 "check commas, quotes and brackets near the position given");
@@ -30,7 +31,7 @@ json parse_json_text(const std::string& text, const std::string& source) {
 
 json parse_override_value(const std::string& text) {
   try {
-    return json::parse(text);
+    return parse_json(text);
   } catch (const json::exception&) {
     return text;  // a plain word such as cpu or fashion-mnist (or a number JSON cannot hold)
   }

@@ -1,6 +1,8 @@
 #include "core/fs.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "core/error.h"
@@ -25,6 +28,12 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  // Hands the descriptor over, to be closed by its new owner.
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   // Closes now; false (errno set) when the close reports a failed write.
   bool close() {
     const int fd = fd_;
@@ -80,10 +89,12 @@ std::string read_text_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-std::string read_regular_file(const std::filesystem::path& path) {
+namespace {
+
+// A regular file opened for reading, and its size; an I/O error naming anything else.
+int open_regular(const std::filesystem::path& path, struct stat& st) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) fail(path, "cannot open for reading", "check the path and its permissions");
-  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail(path, "cannot read its size", "check the path");
   if (!S_ISREG(st.st_mode)) {
     throw Error(ErrorCode::kIo,
@@ -92,6 +103,30 @@ std::string read_regular_file(const std::filesystem::path& path) {
                     ", not a file dptrain reads",
                 "give the path of a file");
   }
+  return fd.release();
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::filesystem::path& path) {
+  struct stat st {};
+  const Fd fd(open_regular(path, st));
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ == 0) return;
+  data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (data_ == MAP_FAILED) {
+    data_ = nullptr;
+    fail(path, "cannot map for reading", "check the file and free memory");
+  }
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+std::string read_regular_file(const std::filesystem::path& path) {
+  struct stat st {};
+  const Fd fd(open_regular(path, st));
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
   while (done < bytes.size()) {
@@ -108,6 +143,27 @@ std::string read_regular_file(const std::filesystem::path& path) {
 void ensure_own_folder(const std::filesystem::path& dir, const std::string& what) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  // A link in its place is fine if its owner is this user (or root): one made by anyone else
+  // would send the run's files wherever they chose.
+  struct stat link {};
+  if (::lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != ::geteuid() &&
+      link.st_uid != 0) {
+    throw Error(ErrorCode::kIo,
+                dir.string() + ": " + what + " is a link that another user (uid " +
+                    std::to_string(link.st_uid) + ") made",
+                "write to a folder of your own");
+  }
+  // Nor may its folder let everyone replace it (a sticky folder such as /tmp does not).
+  const std::filesystem::path parent =
+      dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
+  struct stat above {};
+  if (::stat(parent.c_str(), &above) == 0 && (above.st_mode & S_IWOTH) &&
+      !(above.st_mode & S_ISVTX)) {
+    throw Error(ErrorCode::kIo,
+                dir.string() + ": " + what + " lies in " + parent.string() +
+                    ", which every user may write to: anyone could replace it",
+                "write to a folder of your own, or chmod o-w (or +t) " + parent.string());
+  }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw Error(ErrorCode::kIo,
@@ -153,6 +209,22 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
   const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
   Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() >= 0) ::fsync(dir.get());
+}
+
+int remove_stale_temporaries(const std::filesystem::path& dir) {
+  static const std::regex kTemporary(R"(.+\.tmp\.(\d{1,9})(\.[0-9a-f]{16})?)");
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, kTemporary)) continue;
+    const auto pid = static_cast<pid_t>(std::stol(m[1]));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still writing
+    std::error_code removal;
+    if (std::filesystem::remove(entry.path(), removal)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace dptrain::core

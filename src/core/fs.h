@@ -4,10 +4,27 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace dptrain::core {
 
 std::string read_text_file(const std::filesystem::path& path);
+
+// A regular file mapped read-only: its bytes cost no memory until they are read, so that a file
+// that claims gigabytes (a sparse one, say) costs only what is looked at. A device, a pipe or a
+// directory is refused, naming the path. An empty file maps to no bytes.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 // A regular file's bytes, read in one allocation of the size the file system gives it: a device,
 // a pipe or a directory is refused, naming the path, so that nothing endless is read.
@@ -23,5 +40,9 @@ void ensure_own_folder(const std::filesystem::path& dir, const std::string& what
 // `mode`: the file's permissions (0600 for what only this user may read).
 void write_file_atomic(const std::filesystem::path& path, const std::string& contents,
                        unsigned mode = 0644);
+
+// Removes the temporary files that write_file_atomic left in `dir` when its process was killed
+// mid-write (`name.tmp.<pid>[.<random>]` whose pid no longer runs); returns how many.
+int remove_stale_temporaries(const std::filesystem::path& dir);
 
 }  // namespace dptrain::core

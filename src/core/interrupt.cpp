@@ -1,6 +1,8 @@
 #include "core/interrupt.h"
 
+#include <pthread.h>
 #include <atomic>
+
 #include <csignal>
 
 #include "core/error.h"
@@ -62,6 +64,17 @@ void throw_if_interrupted(const std::string& where) {
   if (!interrupt_requested()) return;
   throw Error(ErrorCode::kInterrupted, "interrupted by Ctrl-C (SIGINT) " + where,
               "the finished epochs are in the run folder's metrics.jsonl");
+}
+
+void launcher_held_signals(sigset_t& set) {
+  sigemptyset(&set);
+  for (const int signal : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&set, signal);
+}
+
+void release_launcher_signals() {
+  sigset_t set;
+  launcher_held_signals(set);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 void clear_interrupt() {

@@ -4,6 +4,8 @@
 // (nohup, a background job of a script) keeps ignoring it.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace dptrain::core {
@@ -18,6 +20,14 @@ void throw_if_interrupted(const std::string& where);
 void install_preemption_handler();
 bool preemption_requested();
 std::string preemption_signal_name();  // "SIGTERM" or "SIGUSR1", once requested
+
+// The signals dptrain's launcher holds blocked in the ranks it starts, from before their exec until
+// they can act on them: a Ctrl-C or preemption notice forwarded while a rank is still loading
+// LibTorch must not kill it with the default action (143 reads as a crash). Ranks release them
+// once their handlers are installed (train) or where the default action is what they want
+// (every other command); a pending one is then delivered.
+void launcher_held_signals(sigset_t& set);  // fills `set` with them
+void release_launcher_signals();
 
 // Forgets a request and arms the handler, even where SIGINT was ignored (tests that interrupt
 // themselves).

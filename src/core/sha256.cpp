@@ -99,14 +99,43 @@ Sha256Digest sha256(std::string_view bytes) {
   return hash.finish();
 }
 
-std::string hex(const Sha256Digest& digest) {
+Sha256Digest hmac_sha256(std::string_view key, std::string_view message) {
+  std::string block(64, '\0');
+  if (key.size() > block.size()) {
+    const Sha256Digest short_key = sha256(key);
+    std::memcpy(block.data(), short_key.data(), short_key.size());
+  } else if (!key.empty()) {
+    std::memcpy(block.data(), key.data(), key.size());
+  }
+  std::string inner_pad = block, outer_pad = block;
+  for (size_t i = 0; i < block.size(); ++i) {
+    inner_pad[i] = static_cast<char>(inner_pad[i] ^ 0x36);
+    outer_pad[i] = static_cast<char>(outer_pad[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.update(inner_pad);
+  inner.update(message);
+  const Sha256Digest inner_digest = inner.finish();
+  Sha256 outer;
+  outer.update(outer_pad);
+  outer.update(
+      std::string_view(reinterpret_cast<const char*>(inner_digest.data()), inner_digest.size()));
+  return outer.finish();
+}
+
+std::string hex(std::string_view bytes) {
   static const char* digits = "0123456789abcdef";
   std::string out;
-  for (uint8_t b : digest) {
+  for (const char c : bytes) {
+    const auto b = static_cast<uint8_t>(c);
     out.push_back(digits[b >> 4]);
     out.push_back(digits[b & 15]);
   }
   return out;
+}
+
+std::string hex(const Sha256Digest& digest) {
+  return hex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 }  // namespace dptrain::core

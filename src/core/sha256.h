@@ -1,5 +1,6 @@
-// SHA-256 (FIPS 180-4), for what must be unguessable or must match across ranks: the job secret's
-// digest (store handshakes, key prefixes) and digests of files every rank must hold alike. Debian
+// SHA-256 (FIPS 180-4) and HMAC-SHA256, for what must be unguessable or must match across ranks:
+// the rendezvous store's handshake and key prefixes, derived from the job's secret, and digests of
+// files every rank must hold alike. Debian
 // packages no hash library that LibTorch already brings in, and this is small.
 #pragma once
 
@@ -27,7 +28,10 @@ class Sha256 {
 };
 
 Sha256Digest sha256(std::string_view bytes);
-// Lower-case hex of a digest (64 characters).
+// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+Sha256Digest hmac_sha256(std::string_view key, std::string_view message);
+// Lower-case hex of some bytes, or of a digest (64 characters).
+std::string hex(std::string_view bytes);
 std::string hex(const Sha256Digest& digest);
 
 }  // namespace dptrain::core

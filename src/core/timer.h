@@ -1,7 +1,9 @@
-// A monotonic stopwatch for epoch and phase timings.
+// A monotonic stopwatch for epoch and phase timings, and durations as messages say them.
 #pragma once
 
 #include <chrono>
+#include <cstdio>
+#include <string>
 
 namespace dptrain::core {
 
@@ -14,5 +16,12 @@ class Stopwatch {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start_;
 };
+
+// "2 s", "0.3 s", "600 s".
+inline std::string seconds_text(std::chrono::milliseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(duration.count()) / 1000.0);
+  return text;
+}
 
 }  // namespace dptrain::core

@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "data/idx.h"
 #include "data/pil_resize.h"
+#include "data/png_check.h"
 
 namespace dptrain::data {
 namespace {
@@ -87,6 +88,11 @@ InputImage read_picture(const std::filesystem::path& path, const std::string& by
     not_an_image(path, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
                            " pixels, more than the " + std::to_string(kMaxPixels >> 20) +
                            " megapixels dptrain decodes; scale it down first");
+  }
+  if (bytes[0] != 'P') {
+    if (const std::string problem = png_inflation_problem(bytes); !problem.empty()) {
+      not_an_image(path, "a PNG whose " + problem);
+    }
   }
   unsigned char* pixels = stbi_load_from_memory(data, size, &width, &height, &channels, 0);
   if (pixels == nullptr) {

@@ -26,6 +26,7 @@
 #include "core/collective_wait.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/timer.h"
 #include "core/torch_compat.h"
 #include "dist/job_store.h"
 
@@ -35,10 +36,6 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 using core::message_of;
-
-std::string seconds(std::chrono::milliseconds timeout) {
-  return fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
-}
 
 #if DPTRAIN_WITH_GLOO
 // Gloo's endpoint: the interface GLOO_SOCKET_IFNAME names (as in PyTorch), the loopback when the
@@ -118,8 +115,8 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
     const std::string absent = missing.empty() ? "" : rank_list(missing) + " never arrived; ";
     throw Error(ErrorCode::kDistributed,
                 rank_text + ": could not connect to the other " + std::to_string(world_size_ - 1) +
-                    " ranks over " + transport_name(transport_) + " within " + seconds(timeout) +
-                    ": " + absent + message_of(e),
+                    " ranks over " + transport_name(transport_) + " within " +
+                    core::seconds_text(timeout) + ": " + absent + message_of(e),
                 "every rank must start and reach this point; see the other ranks' errors");
   }
 }
@@ -157,7 +154,7 @@ std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport
   JobStore job = open_job_store(info, plan_store(info, process_environment()), timeout);
   auto comm = std::make_unique<Communicator>(job.store, info.rank, info.world_size, transport,
                                              device, timeout, job.key_prefix, info.one_machine());
-  comm->server_ = std::move(job.server);
+  comm->served_ = std::move(job.served);
   return comm;
 }
 

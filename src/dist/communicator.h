@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "dist/rendezvous.h"
-#include "dist/store_server.h"
 
 namespace dptrain::dist {
+
+class ServedStore;
 
 enum class Transport { kGloo, kNccl };
 
@@ -91,7 +92,7 @@ class Communicator {
 
  private:
   struct Group;
-  std::unique_ptr<StoreServer> server_;  // rank 0's, when it serves the store: outlives the rest
+  std::unique_ptr<ServedStore> served_;  // rank 0's, when it serves the store: outlives the rest
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> keys_;  // store_ under the job's and generation's prefix
   int rank_;

@@ -4,6 +4,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "core/torch_compat.h"
 #include "dist/rendezvous_file.h"
 #include "dist/store_client.h"
@@ -13,10 +14,6 @@ namespace {
 
 using core::Error;
 using core::ErrorCode;
-
-std::string seconds(std::chrono::milliseconds timeout) {
-  return fmt::format("{:g} s", static_cast<double>(timeout.count()) / 1000.0);
-}
 
 // torchrun's agent store: a c10d TCPStore that torchrun serves.
 c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const StorePlan& plan,
@@ -32,8 +29,8 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kDistributed,
                 "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
-                    plan.host + ":" + std::to_string(plan.port) + " within " + seconds(timeout) +
-                    ": " + core::message_of(e),
+                    plan.host + ":" + std::to_string(plan.port) + " within " +
+                    core::seconds_text(timeout) + ": " + core::message_of(e),
                 "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running");
   }
 }
@@ -46,17 +43,25 @@ EndpointSource fixed(const StoreEndpoint& endpoint) {
 // rendezvous file says.
 EndpointSource endpoint_source(const StorePlan& plan) {
   if (plan.rendezvous_file.empty()) {
-    return fixed({plan.host, plan.port, core::sha256(plan.secret)});
+    return fixed({plan.host, plan.port, plan.secret});
   }
   const std::filesystem::path file = plan.rendezvous_file;
   return [file](std::string& why) -> std::optional<StoreEndpoint> {
     const auto published = read_published(file, why);
     if (!published) return std::nullopt;
-    return StoreEndpoint{"127.0.0.1", published->port, core::sha256(published->secret)};
+    return StoreEndpoint{"127.0.0.1", published->port, published->secret};
   };
 }
 
 }  // namespace
+
+ServedStore::ServedStore(std::unique_ptr<StoreServer> server, std::filesystem::path published)
+    : server_(std::move(server)), published_(std::move(published)) {}
+
+ServedStore::~ServedStore() {
+  std::error_code ec;
+  if (!published_.empty()) std::filesystem::remove(published_, ec);
+}
 
 JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
                         std::chrono::milliseconds timeout) {
@@ -75,22 +80,20 @@ JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
   std::string secret = plan.secret;
   if (plan.serve) {
     if (secret.empty()) secret = make_secret();
+    std::unique_ptr<StoreServer> server;
     try {
-      job.server =
-          std::make_unique<StoreServer>(plan.bind_address, plan.port, core::sha256(secret));
+      server = std::make_unique<StoreServer>(plan.bind_address, plan.port, secret);
     } catch (const Error& e) {
       throw Error(ErrorCode::kDistributed, "rank 0: " + std::string(e.what()), e.hint());
     }
-    if (!plan.rendezvous_file.empty()) {
-      publish(plan.rendezvous_file, {job.server->port(), secret});
-    }
+    if (!plan.rendezvous_file.empty()) publish(plan.rendezvous_file, {server->port(), secret});
+    job.served = std::make_unique<ServedStore>(std::move(server), plan.rendezvous_file);
   }
   // Rank 0 reaches its own store on the loopback, which every address it listens on includes.
-  const EndpointSource source = plan.serve
-                                    ? fixed({"127.0.0.1", job.server->port(), core::sha256(secret)})
-                                    : endpoint_source(plan);
+  const EndpointSource source =
+      plan.serve ? fixed({"127.0.0.1", job.served->port(), secret}) : endpoint_source(plan);
   try {
-    job.store = c10::make_intrusive<StoreClient>(source, timeout);
+    job.store = c10::make_intrusive<StoreClient>(source, timeout, timeout);
   } catch (const Error& e) {
     throw Error(ErrorCode::kDistributed, "rank " + std::to_string(info.rank) + ": " + e.what(),
                 e.hint());

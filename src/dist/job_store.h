@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -14,8 +15,23 @@
 
 namespace dptrain::dist {
 
+// The store this rank serves, and the rendezvous file that says where it is, if any: removed when
+// the store stops, so that no rank of a later job reads a dead store's address.
+class ServedStore {
+ public:
+  ServedStore(std::unique_ptr<StoreServer> server, std::filesystem::path published);
+  ~ServedStore();
+  ServedStore(const ServedStore&) = delete;
+  ServedStore& operator=(const ServedStore&) = delete;
+  uint16_t port() const { return server_->port(); }
+
+ private:
+  std::unique_ptr<StoreServer> server_;
+  std::filesystem::path published_;
+};
+
 struct JobStore {
-  std::unique_ptr<StoreServer> server;  // when this rank serves it: must outlive every client
+  std::unique_ptr<ServedStore> served;  // when this rank serves it: must outlive every client
   c10::intrusive_ptr<c10d::Store> store;
   std::string key_prefix;
 };

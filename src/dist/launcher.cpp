@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "dist/communicator.h"
+#include "dist/rank_outcome.h"
 #include "dist/store_client.h"
 #include "dist/store_plan.h"
 #include "dist/store_server.h"
@@ -36,8 +38,10 @@ void remember_signal(int signal_number) {
   }
 }
 
-// A rank that stopped for a preemption notice, after a checkpoint (ErrorCode::kPreempted).
+// A rank that stopped for a preemption notice, after a checkpoint (ErrorCode::kPreempted), and one
+// that stopped on SIGINT (by its handler, or killed by the signal: a shell's 128 + 2 alike).
 const int kPreemptedStatus = core::exit_status(core::ErrorCode::kPreempted);
+const int kInterruptedStatus = core::exit_status(core::ErrorCode::kInterrupted);
 
 void catch_signals() {
   struct sigaction action {};
@@ -49,27 +53,6 @@ void catch_signals() {
     if (previous.sa_handler == SIG_IGN) continue;  // nohup and friends: leave it ignored
     sigaction(s, &action, nullptr);
   }
-}
-
-// What became of a rank, as a shell would put it.
-struct Outcome {
-  int rank = 0;
-  pid_t pid = 0;
-  int status = 0;  // exit status, or 128 + signal
-  std::string what;
-};
-
-Outcome outcome_of(int rank, pid_t pid, int raw) {
-  Outcome o{rank, pid, 0, ""};
-  if (WIFSIGNALED(raw)) {
-    o.status = 128 + WTERMSIG(raw);
-    o.what = "was killed by signal " + std::to_string(WTERMSIG(raw)) + " (" +
-             strsignal(WTERMSIG(raw)) + ")";
-  } else {
-    o.status = WEXITSTATUS(raw);
-    o.what = "exited with status " + std::to_string(o.status);
-  }
-  return o;
 }
 
 // Where the ranks find the job's store, and what proves they belong to it.
@@ -119,6 +102,8 @@ pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bo
   std::vector<char*> args = pointers(argv);
   std::vector<char*> envp = pointers(env);
   const int null_fd = quiet_stdout ? ::open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+  sigset_t held;  // blocked across exec until the rank can act on them (core/interrupt.h)
+  core::launcher_held_signals(held);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -130,9 +115,7 @@ pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bo
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGUSR1, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::sigprocmask(SIG_SETMASK, &held, nullptr);
     if (null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
     ::execve("/proc/self/exe", args.data(), envp.data());
     ::_exit(127);
@@ -169,22 +152,12 @@ class RankSet {
   std::map<pid_t, int> running_;
 };
 
-// The rank to blame: the first whose failure is not merely another rank's failure showing
-// through a broken collective (a distributed error's status).
-const Outcome& culprit(const std::vector<Outcome>& failures) {
-  const int broken_collective = core::exit_status(core::ErrorCode::kDistributed);
-  for (const auto& f : failures) {
-    if (f.status != broken_collective) return f;
-  }
-  return failures.front();
-}
-
 // The first node's launcher serves the store for the whole job, as torchrun's agent does: on the
 // loopback alone when the job is on this machine. With port 0 the system picks a free one, and no
 // other process can take it before the ranks start.
 std::unique_ptr<StoreServer> serve_store(const LocalLaunch& launch, const Rendezvous& rendezvous) {
   return std::make_unique<StoreServer>(launch.nnodes == 1 ? "127.0.0.1" : "", rendezvous.port,
-                                       core::sha256(rendezvous.secret));
+                                       rendezvous.secret);
 }
 
 RankSet start_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch,
@@ -214,12 +187,14 @@ struct JobEnd {
 JobEnd supervise(RankSet& ranks, std::chrono::milliseconds grace) {
   JobEnd end;
   int preemptions = 0;
+  bool sent_sigint = false;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   while (!ranks.empty()) {
     if (g_interrupts > end.interrupts) {
       end.interrupts = g_interrupts;
       // A second Ctrl-C means now: as for a single process.
       ranks.signal_all(end.interrupts > 1 ? SIGKILL : SIGINT);
+      sent_sigint = true;
     }
     if (g_preemption_count > preemptions) {
       // Every notice goes on: ranks take it once and finish with a checkpoint; a scheduler that
@@ -232,9 +207,11 @@ JobEnd supervise(RankSet& ranks, std::chrono::milliseconds grace) {
       if (ended->status == kPreemptedStatus) {
         ++end.preempted;  // the others stop after the same step: their vote was collective
       } else if (ended->status != 0) {
+        ended->stopped_by_us = sent_sigint && ended->status == kInterruptedStatus;
         end.failures.push_back(*ended);
         if (!kill_at) {
           if (end.interrupts == 0) ranks.signal_all(SIGINT);
+          sent_sigint = true;
           kill_at = std::chrono::steady_clock::now() + grace;
         }
       }
@@ -296,9 +273,14 @@ void name_absent_ranks(c10d::Store& store, const std::string& key_prefix,
 
 int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& launch) {
   const int world = launch.nnodes * launch.local_ranks;
-  Rendezvous rendezvous{launch.master_addr.empty() ? "127.0.0.1" : launch.master_addr,
-                        launch.master_port,
-                        secret_for_job(process_environment(), launch.nnodes == 1,
+  // One machine's ranks meet on the loopback, where its store listens, whatever --master-addr says.
+  const bool one_machine = launch.nnodes == 1;
+  if (one_machine && !launch.master_addr.empty()) {
+    spdlog::warn("--master-addr {} is not used: the ranks of one machine meet on the loopback",
+                 launch.master_addr);
+  }
+  Rendezvous rendezvous{one_machine ? "127.0.0.1" : launch.master_addr, launch.master_port,
+                        secret_for_job(process_environment(), one_machine,
                                        "node " + std::to_string(launch.node_rank)),
                         ""};
   // Held until every rank has ended: the store, and the launcher's own way into it.
@@ -307,12 +289,14 @@ int run_local_ranks(const std::vector<std::string>& argv, const LocalLaunch& lau
   if (launch.node_rank == 0) {
     server = serve_store(launch, rendezvous);
     rendezvous.port = server->port();
-    const StoreEndpoint here{"127.0.0.1", rendezvous.port, core::sha256(rendezvous.secret)};
+    const StoreEndpoint here{"127.0.0.1", rendezvous.port, rendezvous.secret};
     store = c10::make_intrusive<StoreClient>(
-        [here](std::string&) { return std::optional<StoreEndpoint>(here); }, launch.timeout);
+        [here](std::string&) { return std::optional<StoreEndpoint>(here); }, launch.timeout,
+        launch.timeout);
   }
   rendezvous.job_id = "dptrain-" + std::to_string(rendezvous.port);
   catch_signals();
+  core::release_launcher_signals();  // in case this launcher was itself started with them held
   const int first_rank = launch.node_rank * launch.local_ranks;
   spdlog::info("ddp: starting ranks {} to {} of {} on this machine, rendezvous at {}:{}",
                first_rank, first_rank + launch.local_ranks - 1, world, rendezvous.addr,

@@ -122,12 +122,15 @@ RankInfo from_open_mpi(const EnvLookup& env) {
       static_cast<int>(vars.integer_or("OMPI_COMM_WORLD_LOCAL_RANK", info.rank, 0, kMaxWorld));
   info.node_rank = info.rank / info.local_world_size;  // mpirun's default by-slot mapping
   check_ranks(vars, info, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
-  // Each mpirun starts a job of its own id, the same in all its ranks (Open MPI 4 says it).
+  // Each mpirun starts a job of its own id, the same in all its ranks: Open MPI 4 says it, 5 names
+  // its PMIx namespace.
   uint16_t port = 29500;
   if (vars.has("OMPI_MCA_ess_base_jobid")) {
     const int64_t id = vars.integer("OMPI_MCA_ess_base_jobid", 0, INT64_MAX);
     info.job_id = std::to_string(id);
     port = port_for_job(id);
+  } else if (const auto space = vars.text("PMIX_NAMESPACE")) {
+    info.job_id = *space;
   }
   // One node: every rank finds rank 0 on this machine; several need MASTER_ADDR (mpirun -x).
   read_master(vars, info, info.one_machine() ? "127.0.0.1" : "", port);

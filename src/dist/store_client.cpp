@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace dptrain::dist {
 namespace {
@@ -21,10 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using store::Frame;
 using store::Op;
-
-std::string seconds_text(std::chrono::milliseconds t) {
-  return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
-}
 
 int64_t ms_until(Clock::time_point deadline) {
   return std::max<int64_t>(
@@ -114,9 +111,10 @@ std::vector<uint8_t> bytes_of(const std::string& text) {
 
 }  // namespace
 
-StoreClient::StoreClient(EndpointSource source, std::chrono::milliseconds timeout)
-    : c10d::Store(timeout), source_(std::move(source)), connect_timeout_(timeout) {
-  connect(Clock::now() + timeout);
+StoreClient::StoreClient(EndpointSource source, std::chrono::milliseconds connect_timeout,
+                         std::chrono::milliseconds timeout)
+    : c10d::Store(timeout), source_(std::move(source)), connect_timeout_(connect_timeout) {
+  connect(Clock::now() + connect_timeout);
 }
 
 StoreClient::~StoreClient() {
@@ -132,6 +130,39 @@ void StoreClient::disconnect() {
   fd_ = -1;
 }
 
+// Reads exactly `count` bytes, or fewer when `deadline` passed first.
+std::string receive_exactly(int fd, size_t count, Clock::time_point deadline) {
+  std::string got;
+  while (got.size() < count && receive(fd, got, deadline)) {
+  }
+  return got.substr(0, std::min(got.size(), count));
+}
+
+std::string StoreClient::shake_hands(int fd, Clock::time_point deadline) const {
+  const std::string client_nonce = store::nonce();
+  const core::Sha256Digest key = store::store_key(endpoint_.secret);
+  send_all(fd, store::hello(client_nonce), deadline);
+  const std::string challenge = receive_exactly(fd, store::kChallengeSize, deadline);
+  if (challenge.size() < store::kChallengeSize) {
+    return challenge.size() == 1 && challenge[0] == static_cast<char>(store::kRefused)
+               ? "the store at " + where() + " refused this rank's handshake"
+               : "no answer to the handshake from " + where();
+  }
+  const std::string server_nonce = challenge.substr(0, store::kNonceSize);
+  if (!store::same_bytes(challenge.substr(store::kNonceSize),
+                         store::server_proof(key, client_nonce, server_nonce))) {
+    // Another job's store, whatever listens where an old address pointed, or a rank given
+    // another secret: from here they look alike.
+    return "the store at " + where() +
+           " does not hold this rank's job secret (another job's store, or ranks given "
+           "different DPTRAIN_JOB_SECRETs)";
+  }
+  send_all(fd, store::client_proof(key, client_nonce, server_nonce), deadline);
+  const std::string answer = receive_exactly(fd, 1, deadline);
+  if (answer.size() == 1 && answer[0] == static_cast<char>(store::kAccepted)) return "";
+  return "the store at " + where() + " refused this rank's job secret";
+}
+
 void StoreClient::connect(Clock::time_point deadline) {
   std::string why = "nothing tried";
   auto pause = std::chrono::milliseconds(50);
@@ -141,18 +172,13 @@ void StoreClient::connect(Clock::time_point deadline) {
       const int fd = dial(endpoint_, deadline, why);
       if (fd >= 0) {
         try {
-          send_all(fd, store::hello(endpoint_.secret_digest), deadline);
-          std::string answer;
-          while (answer.empty() && receive(fd, answer, deadline)) {
-          }
-          if (!answer.empty() && answer[0] == static_cast<char>(store::kAccepted)) {
-            fd_ = fd;
-            return;
-          }
-          why = answer.empty() ? "no answer to the handshake"
-                               : "the store at " + where() + " refused this rank's job secret";
+          why = shake_hands(fd, deadline);
         } catch (const std::exception& e) {
           why = e.what();
+        }
+        if (why.empty()) {
+          fd_ = fd;
+          return;
         }
         ::close(fd);
       }
@@ -164,7 +190,7 @@ void StoreClient::connect(Clock::time_point deadline) {
   throw core::Error(core::ErrorCode::kDistributed,
                     "could not reach the rendezvous store" +
                         (endpoint_.port ? " at " + where() : std::string()) + " within " +
-                        seconds_text(connect_timeout_) + ": " + why,
+                        core::seconds_text(connect_timeout_) + ": " + why,
                     "check MASTER_ADDR and MASTER_PORT, that rank 0 is running and reachable from "
                     "here, and that every rank has the same DPTRAIN_JOB_SECRET; parallel.timeout_s "
                     "sets how long to wait");
@@ -182,7 +208,7 @@ Frame StoreClient::request(Op op, std::vector<std::string> fields,
     Frame reply;
     while (store::decode(buffer, reply) == 0) {
       if (!receive(fd_, buffer, deadline)) {
-        throw std::runtime_error("timed out after " + seconds_text(timeout) +
+        throw std::runtime_error("timed out after " + core::seconds_text(timeout) +
                                  " waiting for the "
                                  "rendezvous store" +
                                  key_text);
@@ -241,7 +267,7 @@ void StoreClient::wait(const std::vector<std::string>& keys,
 }
 
 c10::intrusive_ptr<c10d::Store> StoreClient::clone() {
-  return c10::make_intrusive<StoreClient>(source_, connect_timeout_);
+  return c10::make_intrusive<StoreClient>(source_, connect_timeout_, timeout_);
 }
 
 }  // namespace dptrain::dist

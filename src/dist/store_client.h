@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 
-#include "core/sha256.h"
 #include "core/torch_compat.h"
 #include "dist/store_protocol.h"
 
@@ -23,7 +22,7 @@ namespace dptrain::dist {
 struct StoreEndpoint {
   std::string host;
   uint16_t port = 0;
-  core::Sha256Digest secret_digest{};
+  std::string secret;  // the job's: the handshake proves it both ways, never sends it
 };
 
 // The endpoint now, or nothing while it is not known yet (with why, for the error at the end).
@@ -31,8 +30,10 @@ using EndpointSource = std::function<std::optional<StoreEndpoint>(std::string& w
 
 class StoreClient : public c10d::Store {
  public:
-  // Connects, trying until `timeout`; a distributed error saying why when it cannot.
-  StoreClient(EndpointSource source, std::chrono::milliseconds timeout);
+  // Connects, trying until `connect_timeout`; a distributed error saying why when it cannot.
+  // `timeout` bounds each request (c10d's store timeout; kNoTimeout: none).
+  StoreClient(EndpointSource source, std::chrono::milliseconds connect_timeout,
+              std::chrono::milliseconds timeout);
   ~StoreClient() override;
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override;
@@ -54,6 +55,8 @@ class StoreClient : public c10d::Store {
 
  private:
   void connect(std::chrono::steady_clock::time_point deadline);
+  // The handshake on a fresh connection; why it failed, or "" when the store let this rank in.
+  std::string shake_hands(int fd, std::chrono::steady_clock::time_point deadline) const;
   store::Frame request(store::Op op, std::vector<std::string> fields,
                        std::chrono::milliseconds timeout);
   void disconnect();

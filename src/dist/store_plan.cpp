@@ -1,11 +1,9 @@
 #include "dist/store_plan.h"
 
-#include <sys/random.h>
-
-#include <cerrno>
-#include <cstring>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "core/sha256.h"
 #include "dist/rendezvous_file.h"
 
@@ -25,8 +23,8 @@ std::string rank_name(const RankInfo& info) {
 
 const char* const kSecretHint =
     "export DPTRAIN_JOB_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') before starting "
-    "the job, the same on every machine (scripts/slurm/ddp.sbatch does; mpirun passes Open MPI's "
-    "own; torchrun and --nnodes need it exported on each machine)";
+    "the job, the same on every machine (scripts/slurm/ddp.sbatch does; mpirun: export it, then "
+    "mpirun -x DPTRAIN_JOB_SECRET, naming it only, so that it stays off command lines)";
 
 }  // namespace
 
@@ -41,26 +39,11 @@ std::string secret_from_environment(const EnvLookup& env) {
     }
     return *secret;
   }
-  // Open MPI makes a random key per job for its transports and hands it to every rank.
-  return env("OMPI_MCA_orte_precondition_transports").value_or("");
+  return "";
 }
 
 std::string make_secret() {
-  uint8_t bytes[32];
-  for (size_t done = 0; done < sizeof bytes;) {
-    const ssize_t n = ::getrandom(bytes + done, sizeof bytes - done, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw core::Error(
-          core::ErrorCode::kDistributed,
-          std::string("no random bytes for the job's secret: ") + std::strerror(errno),
-          "this Linux lacks getrandom(2)");
-    }
-    done += static_cast<size_t>(n);
-  }
-  core::Sha256Digest as_digest{};
-  std::memcpy(as_digest.data(), bytes, sizeof bytes);
-  return core::hex(as_digest);
+  return core::hex(core::random_bytes(32));
 }
 
 std::string secret_for_job(const EnvLookup& env, bool one_machine, const std::string& who) {
@@ -76,8 +59,10 @@ std::string secret_for_job(const EnvLookup& env, bool one_machine, const std::st
 }
 
 std::string key_prefix(const std::string& job_id, const std::string& secret, int generation) {
+  // A digest of its own label, not the handshake's key: one may not be learnt from the other.
   const std::string digest =
-      secret.empty() ? "open" : core::hex(core::sha256(secret)).substr(0, 16);
+      secret.empty() ? "open"
+                     : core::hex(core::sha256("dptrain key prefix\n" + secret)).substr(0, 16);
   return "dptrain/" + job_id + "/" + digest + "/" + std::to_string(generation) + "/";
 }
 
@@ -109,8 +94,12 @@ StorePlan plan_store(const RankInfo& info, const EnvLookup& env) {
   if (info.one_machine()) {
     plan.bind_address = "127.0.0.1";
     plan.port = 0;
-    plan.rendezvous_file = rendezvous_file(private_runtime_dir(env),
-                                           info.job_id + "-" + std::to_string(info.restart_count));
+    // A job whose launcher names no id still has one on this machine: its ranks' parent (the
+    // process that started them all), so two such jobs never read each other's file.
+    const std::string job =
+        info.job_id != "none" ? info.job_id : "parent-" + std::to_string(::getppid());
+    plan.rendezvous_file =
+        rendezvous_file(private_runtime_dir(env), job + "-" + std::to_string(info.restart_count));
     return plan;
   }
   plan.secret = secret_for_job(env, /*one_machine=*/false, rank_name(info));

@@ -6,7 +6,7 @@
 //   dptrain can neither bind nor authenticate: its keys carry the job secret's digest when there is
 //   a secret, so that they cannot be guessed;
 // - otherwise dptrain's own store (dist/store_server.h), which answers only clients that prove the
-//   job's secret (DPTRAIN_JOB_SECRET, or Open MPI's per-job key):
+//   job's secret (DPTRAIN_JOB_SECRET):
 //   - started by dptrain's launcher: the launcher serves it and hands its ranks the secret;
 //   - all ranks on one machine (SLURM, mpirun, torchrun without an agent store): rank 0 listens on
 //     the loopback at a port the system picks, and publishes port and secret (one it makes when
@@ -40,8 +40,8 @@ struct StorePlan {
   std::string key_prefix;  // of every key dptrain sets (see key_prefix())
 };
 
-// The secret the environment gives (DPTRAIN_JOB_SECRET, else Open MPI's per-job transport key),
-// or "". A distributed error when DPTRAIN_JOB_SECRET is too short to be one.
+// The secret the environment gives (DPTRAIN_JOB_SECRET), or "". A distributed error when it is too
+// short to be one.
 std::string secret_from_environment(const EnvLookup& env);
 // 32 random bytes in hex, from the system's random source.
 std::string make_secret();
@@ -49,7 +49,7 @@ std::string make_secret();
 // machine a new one; a distributed error naming `who` and saying how to give one when the job
 // spans machines and the environment has none.
 std::string secret_for_job(const EnvLookup& env, bool one_machine, const std::string& who);
-// "dptrain/<job id>/<first 16 hex digits of the secret's SHA-256, or "open">/<generation>/":
+// "dptrain/<job id>/<16 hex digits of a digest of the secret, or "open">/<generation>/":
 // jobs sharing a store (torchrun's) never meet, nor do a job's restarts (generations), and
 // without the secret no key can be guessed.
 std::string key_prefix(const std::string& job_id, const std::string& secret, int generation);

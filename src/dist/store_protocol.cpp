@@ -1,6 +1,6 @@
 #include "dist/store_protocol.h"
 
-#include <cstring>
+#include "core/random.h"
 
 namespace dptrain::dist::store {
 namespace {
@@ -57,20 +57,52 @@ size_t decode(std::string_view buffer, Frame& out) {
   return at;
 }
 
-std::string hello(const core::Sha256Digest& secret_digest) {
-  std::string out(kMagic, 4);
-  out.push_back(static_cast<char>(kVersion));
-  out.append(reinterpret_cast<const char*>(secret_digest.data()), secret_digest.size());
-  return out;
+core::Sha256Digest store_key(const std::string& secret) {
+  return core::sha256("dptrain rendezvous store key\n" + secret);
 }
 
-bool hello_matches(std::string_view bytes, const core::Sha256Digest& secret_digest) {
-  const std::string expected = hello(secret_digest);
-  if (bytes.size() != expected.size()) return false;
-  uint8_t difference = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    difference |= static_cast<uint8_t>(bytes[i] ^ expected[i]);
+std::string nonce() {
+  return core::random_bytes(kNonceSize);
+}
+
+std::string hello(const std::string& client_nonce) {
+  return std::string(kMagic, 4) + static_cast<char>(kVersion) + client_nonce;
+}
+
+std::optional<std::string> nonce_of_hello(std::string_view bytes) {
+  if (bytes.size() != kHelloSize || bytes.substr(0, 4) != std::string_view(kMagic, 4) ||
+      static_cast<uint8_t>(bytes[4]) != kVersion) {
+    return std::nullopt;
   }
+  return std::string(bytes.substr(5));
+}
+
+namespace {
+
+std::string proof(const core::Sha256Digest& key, const char* side, const std::string& client_nonce,
+                  const std::string& server_nonce) {
+  const core::Sha256Digest mac =
+      core::hmac_sha256(std::string_view(reinterpret_cast<const char*>(key.data()), key.size()),
+                        std::string(side) + client_nonce + server_nonce);
+  return std::string(reinterpret_cast<const char*>(mac.data()), mac.size());
+}
+
+}  // namespace
+
+std::string server_proof(const core::Sha256Digest& key, const std::string& client_nonce,
+                         const std::string& server_nonce) {
+  return proof(key, "server", client_nonce, server_nonce);
+}
+
+std::string client_proof(const core::Sha256Digest& key, const std::string& client_nonce,
+                         const std::string& server_nonce) {
+  return proof(key, "client", client_nonce, server_nonce);
+}
+
+bool same_bytes(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  uint8_t difference = 0;
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<uint8_t>(a[i] ^ b[i]);
   return difference == 0;
 }
 

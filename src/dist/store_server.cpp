@@ -5,15 +5,19 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <list>
 #include <optional>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "dist/store_protocol.h"
@@ -25,19 +29,40 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using store::Frame;
 
-// How many connections may be open at once.
-constexpr size_t kMaxConnections = 1024;
+// Connections that have not yet proved the job's secret: when this many are open, a new one
+// pushes out the oldest, so that a flood of strangers delays the ranks but cannot lock them out.
+constexpr size_t kMaxStrangers = 64;
 constexpr size_t kReadChunk = 64 << 10;
+// After accept() ran out of descriptors, the listener rests this long rather than spin.
+constexpr auto kAcceptRest = std::chrono::milliseconds(100);
 
 struct Connection {
+  enum class Stage { kHello, kProof, kReady };
   int fd = -1;
-  bool authenticated = false;
+  Stage stage = Stage::kHello;
   bool closing = false;  // refused: close once the answer is out
   Clock::time_point deadline;
+  std::string client_nonce;
+  std::string server_nonce;
   std::string in;
   std::string out;
   std::optional<Frame> waiting;  // a get or wait whose keys are not all set yet
+  bool ready() const { return stage == Stage::kReady; }
 };
+
+// How many connections the job's ranks may hold: half the descriptors this process may open
+// (raised to its hard limit first), the rest left to Gloo, NCCL and the files.
+size_t connection_budget() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 512;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  const rlim_t half = limit.rlim_cur == RLIM_INFINITY ? 65536 : limit.rlim_cur / 2;
+  return static_cast<size_t>(std::max<rlim_t>(half, kMaxStrangers + 16));
+}
 
 [[noreturn]] void cannot_serve(uint16_t port, const std::string& why) {
   throw core::Error(
@@ -95,8 +120,10 @@ uint16_t port_of(int fd) {
 struct StoreServer::Loop {
   int listen_fd = -1;
   int wake[2] = {-1, -1};  // a byte written to wake[1] stops the loop
-  core::Sha256Digest digest{};
+  core::Sha256Digest key{};
   std::chrono::milliseconds handshake_time{};
+  size_t budget = 0;
+  Clock::time_point accept_from;  // the listener rests until then after running out of fds
   store::StoreTable table;
   std::list<Connection> connections;
 
@@ -108,36 +135,50 @@ struct StoreServer::Loop {
   }
 
   void run() {
+    for (;;) {
+      try {
+        if (!turn()) return;
+      } catch (const std::exception& e) {
+        // Nothing a client sends may end the store: a failure here (memory, most likely) costs
+        // the connections under way, which their ranks report, and the store goes on.
+        spdlog::warn("rendezvous store: {}; dropping {} connection(s)", e.what(),
+                     connections.size());
+        while (!connections.empty()) erase(connections.begin());
+      }
+    }
+  }
+
+  // One round of poll and answers; false once asked to stop.
+  bool turn() {
     std::vector<pollfd> fds;
     std::vector<std::list<Connection>::iterator> owners;
-    for (;;) {
-      fds.clear();
-      owners.clear();
-      fds.push_back({wake[0], POLLIN, 0});
-      fds.push_back(
-          {listen_fd, static_cast<short>(connections.size() < kMaxConnections ? POLLIN : 0), 0});
-      for (auto it = connections.begin(); it != connections.end(); ++it) {
-        short events = 0;
-        if (!it->closing && !it->waiting) events |= POLLIN;
-        if (!it->out.empty()) events |= POLLOUT;
-        fds.push_back({it->fd, events, 0});
-        owners.push_back(it);
-      }
-      ::poll(fds.data(), fds.size(), poll_timeout_ms());
-      if (fds[0].revents != 0) return;
-      if (fds[1].revents & POLLIN) accept_one();
-      for (size_t i = 0; i < owners.size(); ++i) {
-        if (!exchange(*owners[i], fds[i + 2].revents)) drop(owners[i]);
-      }
-      serve_all();
-      drop_late_handshakes();
+    const bool accepting = connections.size() < budget && Clock::now() >= accept_from;
+    fds.push_back({wake[0], POLLIN, 0});
+    fds.push_back({listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0});
+    for (auto it = connections.begin(); it != connections.end(); ++it) {
+      short events = 0;
+      // Nothing more is read from a client that does not take its answers.
+      if (!it->closing && !it->waiting && it->out.size() < store::kMaxFrame) events |= POLLIN;
+      if (!it->out.empty()) events |= POLLOUT;
+      fds.push_back({it->fd, events, 0});
+      owners.push_back(it);
     }
+    ::poll(fds.data(), fds.size(), poll_timeout_ms());
+    if (fds[0].revents != 0) return false;
+    if (fds[1].revents & POLLIN) accept_one();
+    for (size_t i = 0; i < owners.size(); ++i) {
+      if (!exchange(*owners[i], fds[i + 2].revents)) erase(owners[i]);
+    }
+    serve_all();
+    drop_late_handshakes();
+    return true;
   }
 
   int poll_timeout_ms() const {
     std::optional<Clock::time_point> first;
+    if (accept_from > Clock::now()) first = accept_from;
     for (const auto& c : connections) {
-      if (!c.authenticated && (!first || c.deadline < *first)) first = c.deadline;
+      if (!c.ready() && (!first || c.deadline < *first)) first = c.deadline;
     }
     if (!first) return -1;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*first - Clock::now());
@@ -146,13 +187,28 @@ struct StoreServer::Loop {
 
   void accept_one() {
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;  // gone already, or out of descriptors: it may try again
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) accept_from = Clock::now() + kAcceptRest;
+      return;
+    }
+    push_out_oldest_stranger();
     const int on = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     Connection c;
     c.fd = fd;
     c.deadline = Clock::now() + handshake_time;
     connections.push_back(std::move(c));
+  }
+
+  void push_out_oldest_stranger() {
+    size_t strangers = 0;
+    auto oldest = connections.end();
+    for (auto it = connections.begin(); it != connections.end(); ++it) {
+      if (it->ready()) continue;
+      ++strangers;
+      if (oldest == connections.end() || it->deadline < oldest->deadline) oldest = it;
+    }
+    if (strangers >= kMaxStrangers) erase(oldest);
   }
 
   // Reads and writes what the socket allows; false when the connection is over.
@@ -163,7 +219,7 @@ struct StoreServer::Loop {
       const ssize_t n = ::read(c.fd, chunk, sizeof chunk);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
       if (n > 0) c.in.append(chunk, static_cast<size_t>(n));
-      if (!c.authenticated && !authenticate(c)) return !c.out.empty() || !c.closing;
+      if (!c.ready()) shake_hands(c);
     } else if (revents & POLLHUP) {
       return false;
     }
@@ -175,17 +231,33 @@ struct StoreServer::Loop {
     return !(c.closing && c.out.empty());
   }
 
-  // The handshake, once its bytes are in: whether the connection may go on.
-  bool authenticate(Connection& c) {
-    if (c.in.size() < store::kHelloSize) return true;
-    const bool ok =
-        store::hello_matches(std::string_view(c.in).substr(0, store::kHelloSize), digest);
-    c.out.push_back(static_cast<char>(ok ? store::kAccepted : store::kRefused));
-    c.in.erase(0, store::kHelloSize);
-    c.authenticated = ok;
-    c.closing = !ok;
-    if (!ok) c.in.clear();
-    return ok;
+  // The handshake's steps, as their bytes come in (dist/store_protocol.h).
+  void shake_hands(Connection& c) {
+    if (c.stage == Connection::Stage::kHello && c.in.size() >= store::kHelloSize) {
+      const auto client_nonce =
+          store::nonce_of_hello(std::string_view(c.in).substr(0, store::kHelloSize));
+      if (!client_nonce) return refuse(c);
+      c.in.erase(0, store::kHelloSize);
+      c.client_nonce = *client_nonce;
+      c.server_nonce = store::nonce();
+      c.out += c.server_nonce + store::server_proof(key, c.client_nonce, c.server_nonce);
+      c.stage = Connection::Stage::kProof;
+    }
+    if (c.stage == Connection::Stage::kProof && c.in.size() >= store::kProofSize) {
+      const std::string expected = store::client_proof(key, c.client_nonce, c.server_nonce);
+      if (!store::same_bytes(std::string_view(c.in).substr(0, store::kProofSize), expected)) {
+        return refuse(c);
+      }
+      c.in.erase(0, store::kProofSize);
+      c.out.push_back(static_cast<char>(store::kAccepted));
+      c.stage = Connection::Stage::kReady;
+    }
+  }
+
+  void refuse(Connection& c) {
+    c.out.push_back(static_cast<char>(store::kRefused));
+    c.in.clear();
+    c.closing = true;
   }
 
   // Answers every request that can be answered, until nothing changes.
@@ -205,7 +277,7 @@ struct StoreServer::Loop {
 
   // One waiting request retried, then the connection's next whole frames; whether any was answered.
   bool serve(Connection& c) {
-    if (!c.authenticated || c.closing) return false;
+    if (!c.ready() || c.closing) return false;
     bool progress = false;
     if (c.waiting) {
       if (auto reply = table.apply(*c.waiting)) {
@@ -217,7 +289,7 @@ struct StoreServer::Loop {
       }
     }
     Frame frame;
-    while (!c.waiting) {
+    while (!c.waiting && c.out.size() < store::kMaxFrame) {
       const size_t used = store::decode(c.in, frame);
       if (used == 0) break;
       c.in.erase(0, used);
@@ -240,11 +312,9 @@ struct StoreServer::Loop {
   void drop_late_handshakes() {
     const auto now = Clock::now();
     for (auto it = connections.begin(); it != connections.end();) {
-      it = (!it->authenticated && now >= it->deadline) ? erase(it) : std::next(it);
+      it = (!it->ready() && now >= it->deadline) ? erase(it) : std::next(it);
     }
   }
-
-  void drop(std::list<Connection>::iterator it) { erase(it); }
 
   std::list<Connection>::iterator erase(std::list<Connection>::iterator it) {
     ::close(it->fd);
@@ -252,12 +322,12 @@ struct StoreServer::Loop {
   }
 };
 
-StoreServer::StoreServer(const std::string& address, uint16_t port,
-                         const core::Sha256Digest& secret_digest,
+StoreServer::StoreServer(const std::string& address, uint16_t port, const std::string& secret,
                          std::chrono::milliseconds handshake_time)
     : loop_(std::make_unique<Loop>()) {
-  loop_->digest = secret_digest;
+  loop_->key = store::store_key(secret);
   loop_->handshake_time = handshake_time;
+  loop_->budget = connection_budget();
   loop_->listen_fd = listen_on(address, port);
   port_ = port_of(loop_->listen_fd);
   if (::pipe2(loop_->wake, O_CLOEXEC) != 0) cannot_serve(port_, std::strerror(errno));

@@ -1,8 +1,10 @@
 // dptrain's rendezvous store, served on a thread of its own by whoever hosts the job's rendezvous
 // (dptrain's launcher, or rank 0 under SLURM and mpirun). It answers only clients that prove the
 // job's secret (dist/store_protocol.h), drops a connection that has not done so within a few
-// seconds, and checks every length before it holds anything that long. It listens on the
-// loopback alone when the whole job is on this machine.
+// seconds (and the oldest such one when 64 are open), checks every length before it holds anything
+// that long, and reads nothing more from a client that does not take its answers. It listens on
+// the loopback alone when the whole job is on this machine. Nothing a client does ends it: a
+// failure while serving drops the connections, not the process.
 #pragma once
 
 #include <chrono>
@@ -11,8 +13,6 @@
 #include <string>
 #include <thread>
 
-#include "core/sha256.h"
-
 namespace dptrain::dist {
 
 class StoreServer {
@@ -20,7 +20,7 @@ class StoreServer {
   // Listens on `address` ("127.0.0.1"; empty: every interface) at `port` (0: a free one the
   // system picks). A distributed error naming the port when it cannot. A connection that has not
   // proved the secret within `handshake_time` is dropped.
-  StoreServer(const std::string& address, uint16_t port, const core::Sha256Digest& secret_digest,
+  StoreServer(const std::string& address, uint16_t port, const std::string& secret,
               std::chrono::milliseconds handshake_time = std::chrono::seconds(10));
   ~StoreServer();  // stops serving and closes every connection
   StoreServer(const StoreServer&) = delete;

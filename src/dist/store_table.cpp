@@ -59,12 +59,10 @@ Frame StoreTable::set(const std::string& key, std::string value) {
   }
   bytes_ = bytes_ - before + after;
   data_[key] = std::move(value);
-  changed_ = true;
   return ok();
 }
 
 std::optional<Frame> StoreTable::apply(const Frame& request) {
-  changed_ = false;
   const auto op = static_cast<Op>(request.code);
   const std::vector<std::string>& f = request.fields;
   if (!arity_ok(op, f.size())) return error("a malformed request");
@@ -80,11 +78,13 @@ std::optional<Frame> StoreTable::apply(const Frame& request) {
     case Op::kAdd: {
       int64_t sum = integer_of(f[1]);
       if (const std::string* held = find(f[0])) {
+        int64_t before = 0;
         try {
-          sum += std::stoll(*held);
+          before = std::stoll(*held);
         } catch (const std::exception&) {
           return error("add to key " + f[0] + ", which holds no number");
         }
+        if (__builtin_add_overflow(sum, before, &sum)) return error("add past 2^63 to " + f[0]);
       }
       Frame reply = set(f[0], std::to_string(sum));
       if (reply.code != kOk) return reply;
@@ -104,7 +104,6 @@ std::optional<Frame> StoreTable::apply(const Frame& request) {
       if (it == data_.end()) return ok({flag(false)});
       bytes_ -= it->first.size() + it->second.size();
       data_.erase(it);
-      changed_ = true;
       return ok({flag(true)});
     }
     case Op::kCheck:

@@ -18,8 +18,6 @@ class StoreTable {
   // The reply to `request`, or nothing while it must wait (a get or wait of keys not yet set);
   // such a request is tried again after each change. Bad requests get an error reply.
   std::optional<Frame> apply(const Frame& request);
-  // Whether the last apply() changed something that waiting requests may be waiting for.
-  bool changed() const { return changed_; }
 
  private:
   Frame set(const std::string& key, std::string value);
@@ -27,7 +25,6 @@ class StoreTable {
 
   std::map<std::string, std::string> data_;
   uint64_t bytes_ = 0;  // keys and values held
-  bool changed_ = false;
 };
 
 }  // namespace dptrain::dist::store

@@ -37,6 +37,14 @@ LearningRateSchedule::LearningRateSchedule(const config::SchedulerConfig& config
   if (config.name == config::SchedulerName::kCosine && warmup_ >= total_) {
     does_not_fit(key, std::to_string(warmup_) + " warm-up steps leave none to anneal" + run);
   }
+  // A warm-up that takes the whole run ends (if it ends at all) with the run: `step` would never
+  // take its first step at lr, and `none` would never train at lr.
+  if ((config.name == config::SchedulerName::kStep ||
+       config.name == config::SchedulerName::kNone) &&
+      warmup_ > 0 && warmup_ >= total_) {
+    does_not_fit(key,
+                 std::to_string(warmup_) + " warm-up steps leave no step at the full rate" + run);
+  }
   if (config.name == config::SchedulerName::kOnecycle) {
     // Both phases need a step beyond their first: PyTorch divides by their lengths.
     const double rise = onecycle_rise_end();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "serialize/pickle.h"
@@ -214,6 +215,40 @@ torch::Tensor rebuild_tensor(const Value& args) {
   return storage.as_strided(size, stride, offset);
 }
 
+// The globals a file of weights may name, as Python's weights_only unpickler allows them; any other
+// is refused where it is named (not only where it is called), so that a stream cannot make
+// names of its own: a name joined from two memoised strings again and again would grow without
+// bound.
+const std::string& allowed_global(const std::string& name) {
+  static const std::set<std::string> kAllowed = {"collections.OrderedDict",
+                                                 "torch._utils._rebuild_tensor_v2",
+                                                 "torch._utils._rebuild_parameter",
+                                                 "torch.FloatStorage",
+                                                 "torch.DoubleStorage",
+                                                 "torch.HalfStorage",
+                                                 "torch.BFloat16Storage",
+                                                 "torch.LongStorage",
+                                                 "torch.IntStorage",
+                                                 "torch.ShortStorage",
+                                                 "torch.CharStorage",
+                                                 "torch.ByteStorage",
+                                                 "torch.BoolStorage"};
+  if (kAllowed.count(name) == 0) {
+    throw PickleError("the global " + name.substr(0, 200) +
+                      ", which a PyTorch file of weights does not name");
+  }
+  return name;
+}
+
+std::string allowed_global(const std::string& module, const std::string& name) {
+  // Checked apart first: the names allowed are short, and a long one is refused unjoined.
+  if (module.size() > 64 || name.size() > 64) {
+    throw PickleError("a global whose name is " + std::to_string(module.size() + name.size()) +
+                      " bytes long");
+  }
+  return allowed_global(module + "." + name);
+}
+
 // Python's unpickler, cut down to what PyTorch's files hold.
 class Machine {
  public:
@@ -252,14 +287,14 @@ class Machine {
         marks_.push_back(stack_.size());
         return;
       case kGlobal:
-        push(made(text(arg), Value::Kind::kGlobal));
+        push(made(text(allowed_global(arg)), Value::Kind::kGlobal));
         return;
       case kStackGlobal: {
         const ValuePtr name = pop(), module = pop();
         if (module->kind != Value::Kind::kString || name->kind != Value::Kind::kString) {
           throw PickleError("STACK_GLOBAL of a non-string");
         }
-        push(made(text(module->text + "." + name->text), Value::Kind::kGlobal));
+        push(made(text(allowed_global(module->text, name->text)), Value::Kind::kGlobal));
         return;
       }
       case kReduce: {
@@ -359,12 +394,12 @@ class Machine {
       }
       case kSetItem: {
         ValuePtr value = pop(), key = pop();
-        set_items(*top(Value::Kind::kDict), {key, value});
+        set_items(top(Value::Kind::kDict), {key, value});
         return true;
       }
       case kSetItems: {
         auto items = pop_mark();
-        set_items(*top(Value::Kind::kDict), items);
+        set_items(top(Value::Kind::kDict), items);
         return true;
       }
       default:
@@ -462,10 +497,24 @@ class Machine {
     list.items.insert(list.items.end(), items.begin(), items.end());
   }
 
-  static void set_items(Value& dict, const std::vector<ValuePtr>& items) {
+  // A dict that names a key twice is refused: Python keeps the last value, a reader that stops
+  // at the first would load other weights than PyTorch does.
+  void set_items(const ValuePtr& dict, const std::vector<ValuePtr>& items) {
     if (items.size() % 2 != 0) throw PickleError("SETITEMS with an odd number of objects");
-    adopt(dict, items);
-    for (size_t i = 0; i < items.size(); i += 2) dict.entries.emplace_back(items[i], items[i + 1]);
+    adopt(*dict, items);
+    std::set<std::pair<int, std::string>>& keys = keys_of_[dict];
+    for (size_t i = 0; i < items.size(); i += 2) {
+      const Value& key = *items[i];
+      if (key.kind == Value::Kind::kString || key.kind == Value::Kind::kInt) {
+        const auto id =
+            std::make_pair(static_cast<int>(key.kind),
+                           key.kind == Value::Kind::kInt ? std::to_string(key.integer) : key.text);
+        if (!keys.insert(id).second) {
+          throw PickleError("a dict that names " + id.second.substr(0, 200) + " twice");
+        }
+      }
+      dict->entries.emplace_back(items[i], items[i + 1]);
+    }
   }
 
   void push(ValuePtr v) {
@@ -503,6 +552,9 @@ class Machine {
   std::vector<ValuePtr> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, ValuePtr> memo_;
+  // Each dict's keys so far, to refuse a repeated one; held here, no dict is freed and its address
+  // taken by another while the stream is read.
+  std::map<ValuePtr, std::set<std::pair<int, std::string>>> keys_of_;
   int64_t objects_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -28,7 +29,7 @@ std::string encode_torch_file(const Value& root) {
   return bytes;
 }
 
-ValuePtr decode_torch_file(std::string_view bytes) {
+ValuePtr decode_torch_file(std::string_view bytes, std::shared_ptr<const void> owner) {
   const ZipReader archive(bytes);
   // torch.jit.save's archives (and LibTorch's torch::serialize ones) carry TorchScript code and
   // constants; loading them means compiling and running that code.
@@ -51,7 +52,14 @@ ValuePtr decode_torch_file(std::string_view bytes) {
                         c10::toString(dtype) + " need " +
                         (overflow ? std::string("more than 2^63") : std::to_string(expected)));
     }
-    torch::Tensor storage = torch::empty({numel}, torch::TensorOptions().dtype(dtype));
+    const auto options = torch::TensorOptions().dtype(dtype);
+    const auto address = reinterpret_cast<uintptr_t>(data.data());
+    if (owner && !data.empty() && address % static_cast<uintptr_t>(element) == 0) {
+      // Never written: every reader copies what it keeps (the mapping is read-only).
+      return torch::from_blob(
+          const_cast<char*>(data.data()), {numel}, [owner](void*) { (void)owner; }, options);
+    }
+    torch::Tensor storage = torch::empty({numel}, options);
     if (!data.empty()) std::memcpy(storage.data_ptr(), data.data(), data.size());
     return storage;
   };

@@ -5,6 +5,7 @@
 // TorchScript importer, which would compile and run code that an archive carries.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -24,8 +25,11 @@ std::string encode_torch_file(const Value& root);
 
 // The object a torch.save file holds. Throws ArchiveError or PickleError saying what is wrong,
 // and CodeArchiveError for a TorchScript archive (torch.jit.save's, or a checkpoint of dptrain
-// before format 3), which is refused unread. Storages are copied out of `bytes`; tensors are views
-// of them (see pickle.h).
-ValuePtr decode_torch_file(std::string_view bytes);
+// before format 3), which is refused unread. Tensors are views of their storages (see pickle.h).
+// With an `owner` that keeps `bytes` alive (a mapped file), each storage whose bytes are aligned
+// for its type is the file's bytes themselves, read-only, held as long as a tensor uses it:
+// nothing is copied until a caller copies what it has checked. Without one (or misaligned), the
+// storages are copies, which add up to no more than the file: no two records overlap.
+ValuePtr decode_torch_file(std::string_view bytes, std::shared_ptr<const void> owner = nullptr);
 
 }  // namespace dptrain::serialize

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace dptrain::serialize {
 namespace {
@@ -119,14 +121,34 @@ ZipReader::Entry read_entry(const Fields& f, uint64_t& at) {
   return e;
 }
 
-// The record's bytes, found past its local header, and checked against its CRC-32.
+// Where the record's bytes begin, past its local header, whose name must be the directory's (a
+// directory whose entries point at one record under many names would make one record count
+// many times).
+uint64_t data_offset(const Fields& f, const ZipReader::Entry& e, const std::string& full_name) {
+  if (f.at(e.local_header, 4) != kLocalHeader) damaged("record " + full_name + " has no header");
+  const uint64_t name_length = f.at(e.local_header + 26, 2);
+  const uint64_t extra_length = f.at(e.local_header + 28, 2);
+  if (f.span(e.local_header + 30, name_length, "a record name") != full_name) {
+    damaged("record " + full_name + " has another name in its own header");
+  }
+  const uint64_t data = e.local_header + 30 + name_length + extra_length;
+  f.span(data, e.size, ("record " + full_name).c_str());  // inside the file
+  return data;
+}
+
+// No two records' headers and bytes share a byte of the file.
+void check_disjoint(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first < ranges[i - 1].second) damaged("records that overlap in the file");
+  }
+}
+
+// The record's bytes, checked against its CRC-32.
 std::string_view record_data(const Fields& f, const ZipReader::Entry& e) {
   // Stored records only: an inflated one could grow to any size its header claims.
   if (!e.stored) damaged("record " + e.name + " is compressed or encrypted");
-  if (f.at(e.local_header, 4) != kLocalHeader) damaged("record " + e.name + " has no header");
-  const uint64_t data =
-      e.local_header + 30 + f.at(e.local_header + 26, 2) + f.at(e.local_header + 28, 2);
-  const std::string_view bytes = f.span(data, e.size, ("record " + e.name).c_str());
+  const std::string_view bytes = f.span(e.data, e.size, ("record " + e.name).c_str());
   uLong crc = crc32(0L, Z_NULL, 0);
   for (size_t done = 0; done < bytes.size();) {  // zlib takes at most 4 GB at a time
     const auto chunk = static_cast<uInt>(std::min<size_t>(bytes.size() - done, 1u << 30));
@@ -147,9 +169,12 @@ ZipReader::ZipReader(std::string_view bytes) : bytes_(bytes) {
   // Each entry takes at least 46 bytes: a count beyond that is a lie, refused before the loop.
   if (d.entries > f.size() / 46) damaged("more records than the file can hold");
   std::string folder;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   uint64_t at = d.offset;
   for (uint64_t i = 0; i < d.entries; ++i) {
     Entry e = read_entry(f, at);
+    e.data = data_offset(f, e, e.name);
+    ranges.emplace_back(e.local_header, e.data + e.size);
     // LibTorch names records under one top folder ("archive/data.pkl") and drops it when reading.
     const size_t slash = e.name.find('/');
     if (slash == std::string::npos || slash == 0) damaged("record " + e.name + " has no folder");
@@ -160,6 +185,7 @@ ZipReader::ZipReader(std::string_view bytes) : bytes_(bytes) {
     e.name = e.name.substr(slash + 1);
     if (!entries_.emplace(e.name, e).second) damaged("record " + e.name + " twice");
   }
+  check_disjoint(std::move(ranges));
 }
 
 std::vector<std::string> ZipReader::names() const {

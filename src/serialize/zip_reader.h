@@ -1,9 +1,10 @@
 // The zip archive that torch.save and LibTorch's writer make (stored records under one top folder),
 // read in place by code of our own that trusts nothing in it: LibTorch's reader checks no CRCs,
 // inflates a record to whatever size its header declares, and hands TorchScript archives to a
-// compiler. Here the directory is read first (names appear once, and lie in one top folder); a
-// record read must be stored, never compressed (so nothing grows beyond the file), lie inside the
-// file and match its CRC-32.
+// compiler. Here the directory is read first: names appear once, lie in one top folder and match
+// their records' own headers, and no two records share a byte of the file (so the records' sizes
+// add up to less than the file's). A record read must be stored, never compressed (so nothing
+// grows beyond the file), and match its CRC-32.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,7 @@ class ZipReader {
     std::string name;
     uint64_t size = 0;  // as stored in the file
     uint64_t local_header = 0;
+    uint64_t data = 0;  // where its bytes begin
     uint32_t crc = 0;
     bool stored = false;  // neither compressed nor encrypted
   };

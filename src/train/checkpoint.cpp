@@ -1,8 +1,12 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <regex>
+
+#include <spdlog/spdlog.h>
 
 #include "core/fs.h"
 #include "parallel/zero_optimizer.h"
@@ -10,7 +14,17 @@
 namespace dptrain::train {
 namespace {
 
+// The number a regex group of digits holds, or nothing when it is too large for one.
+std::optional<int64_t> number_of(const std::ssub_match& digits) {
+  const std::string text = digits.str();
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 // The epoch and preemption checkpoints in `dir`, oldest first (by finished epochs, then steps).
+// A name whose numbers no run could reach (more than 19 digits) is no checkpoint of ours.
 std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::path& dir) {
   static const std::regex kName(R"(epoch-(\d{4,})(?:-step-(\d{6,}))?\.pt)");
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::filesystem::path>> found;
@@ -19,8 +33,10 @@ std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::p
     const std::string name = entry.path().filename().string();
     std::smatch m;
     if (!std::regex_match(name, m, kName)) continue;
-    const int64_t steps = m[2].matched ? std::stoll(m[2]) : 0;
-    found.push_back({{std::stoll(m[1]), steps}, entry.path()});
+    const std::optional<int64_t> epochs = number_of(m[1]);
+    const std::optional<int64_t> steps = m[2].matched ? number_of(m[2]) : int64_t{0};
+    if (!epochs || !steps) continue;
+    found.push_back({{*epochs, *steps}, entry.path()});
   }
   std::sort(found.begin(), found.end());
   std::vector<std::filesystem::path> paths;
@@ -95,7 +111,10 @@ void prune_checkpoints(const std::filesystem::path& dir, int64_t keep) {
   if (keep <= 0) return;
   const auto found = checkpoints_in_order(dir);
   for (size_t i = 0; i + static_cast<size_t>(keep) < found.size(); ++i) {
-    std::filesystem::remove(found[i]);
+    std::error_code ec;
+    if (!std::filesystem::remove(found[i], ec) && ec) {
+      spdlog::warn("could not prune the checkpoint {}: {}", found[i].string(), ec.message());
+    }
   }
 }
 

@@ -3,8 +3,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <sstream>
 
+#include "config/json_text.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "optim/optimizer_state.h"
@@ -168,8 +170,8 @@ json record_of(const std::filesystem::path& path, const Value& root) {
            "resume it with the dptrain version that wrote it");
   }
   try {
-    return json::parse(serialize::as_text(serialize::at(root, "record", "the checkpoint"),
-                                          "the checkpoint's record"));
+    return config::parse_json(serialize::as_text(serialize::at(root, "record", "the checkpoint"),
+                                                 "the checkpoint's record"));
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo,
                 path.string() + ": a damaged checkpoint record: " + core::message_of(e),
@@ -180,7 +182,8 @@ json record_of(const std::filesystem::path& path, const Value& root) {
 Opened open_checkpoint(const std::filesystem::path& path) {
   Opened opened;
   try {
-    opened.root = serialize::decode_torch_file(core::read_regular_file(path));
+    const auto file = std::make_shared<const core::MappedFile>(path);
+    opened.root = serialize::decode_torch_file(file->bytes(), file);
   } catch (const core::Error&) {
     throw;
   } catch (const serialize::CodeArchiveError& e) {
@@ -235,7 +238,6 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
       entry("optimizer", optim::state_value(consolidated ? *consolidated : optimizer)),
       entry("cpu_rng", serialize::tensor(at::detail::getDefaultCPUGenerator().get_state())),
   });
-  std::filesystem::create_directories(path.parent_path());
   core::write_file_atomic(path, serialize::encode_torch_file(*root));
 }
 
@@ -285,6 +287,13 @@ Progress read_checkpoint(const std::filesystem::path& path, const config::Config
     }
     states = optim::parse_state(serialize::at(root, "optimizer", "the checkpoint"),
                                 zero ? zero->shard_optimizer() : optimizer, optimized);
+    // ZeRO cuts the state of all parameters into shards: it takes all or none.
+    const auto present = std::count_if(states.begin(), states.end(),
+                                       [](const auto& state) { return state.has_value(); });
+    if (zero && present != 0 && static_cast<size_t>(present) != states.size()) {
+      throw std::runtime_error("its optimizer state covers " + std::to_string(present) + " of " +
+                               std::to_string(states.size()) + " parameters");
+    }
     rng = generator_state(root);
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),

@@ -18,7 +18,8 @@ std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::vector<model::ParameterSpec>& specs) {
   serialize::ValuePtr root;
   try {
-    root = serialize::decode_torch_file(core::read_regular_file(path));
+    const auto file = std::make_shared<const core::MappedFile>(path);
+    root = serialize::decode_torch_file(file->bytes(), file);
   } catch (const core::Error&) {
     throw;  // a missing file, a directory
   } catch (const serialize::CodeArchiveError& e) {

@@ -25,7 +25,9 @@ bool holds_results(const std::filesystem::path& dir) {
   return false;
 }
 
-void create(const std::filesystem::path& dir) { core::ensure_own_folder(dir, "the output folder"); }
+void create(const std::filesystem::path& dir) {
+  core::ensure_own_folder(dir, "the output folder");
+}
 
 }  // namespace
 

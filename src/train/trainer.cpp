@@ -235,7 +235,6 @@ core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesyste
           ") to go on from there");
 }
 
-// The final parameters, as torch::save writes a list of tensors (torch::load reads them back).
 // One run from its first (or resumed) epoch to its files: the epoch loop and what it keeps.
 class RunLoop {
  public:
@@ -251,6 +250,13 @@ class RunLoop {
         checkpoints_(config, checkpoint_dir(config, output_dir), writer_),
         live_(console, writer_ && progress_wanted(config.log.progress)) {
     if (writer_) {
+      // What a killed run left half-written is of no use to this one.
+      for (const auto& dir : {output_dir, checkpoint_dir(config, output_dir)}) {
+        if (const int removed = core::remove_stale_temporaries(dir)) {
+          spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
+                       dir.string());
+        }
+      }
       core::write_file_atomic(output_dir / "config.json", config::to_json(config).dump(2) + "\n");
     }
     spdlog::info("training {} on {} ({} backend, {} threads), {} steps per epoch, output {}",

@@ -226,8 +226,8 @@ TEST_CASE(
   }
   SECTION("ranks started with torchrun's variables, rank 0 serving the store") {
     const int port = free_port();
-    const auto job = data.command(1000, {"--set", "parallel.backend=ddp", "--set",
-                                         "log.every_steps=1"}, dir / "torchrun");
+    const auto job = data.command(
+        1000, {"--set", "parallel.backend=ddp", "--set", "log.every_steps=1"}, dir / "torchrun");
     BackgroundRun rank0(job, torchrun_env(0, 2, port));
     BackgroundRun rank1(job, torchrun_env(1, 2, port));
     REQUIRE(rank0.wait_for_stderr("epoch 1 step 2/", 60));
@@ -236,6 +236,22 @@ TEST_CASE(
     CHECK_FALSE(addresses.empty());
     for (const auto& a : addresses) CHECK(is_loopback(a));
   }
+}
+
+TEST_CASE("one machine's ranks meet on the loopback whatever --master-addr says", "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  // 192.0.2.1 is a documentation address nothing answers at: the store listens on the loopback.
+  auto args =
+      data.command(1,
+                   {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]",
+                    "--nnodes", "1", "--master-addr", "192.0.2.1"},
+                   dir / "out");
+  const auto result = run_dptrain(shell_words(args));
+  INFO(result.err);
+  CHECK(result.status == 0);
+  CHECK_THAT(result.err, ContainsSubstring("--master-addr 192.0.2.1 is not used: the ranks of one "
+                                           "machine meet on the loopback"));
 }
 
 TEST_CASE("an unreachable rendezvous is a distributed error within the timeout", "[cli][ddp]") {
@@ -247,8 +263,9 @@ TEST_CASE("an unreachable rendezvous is a distributed error within the timeout",
   // On one machine rank 1 waits for rank 0 to publish where its store is.
   const auto alone = run_dptrain(args, {}, torchrun_env(1, 2, port));
   CHECK(alone.status == 8);
-  CHECK_THAT(alone.err, ContainsSubstring("rank 1: could not reach the rendezvous store within 2 s: "
-                                          "/tmp/dptrain-"));
+  CHECK_THAT(alone.err,
+             ContainsSubstring("rank 1: could not reach the rendezvous store within 2 s: "
+                               "/tmp/dptrain-"));
   CHECK_THAT(alone.err, ContainsSubstring("-" + std::to_string(port) +
                                           "-0: No such file or directory (rank 0 has not "
                                           "published the store)"));
@@ -262,8 +279,7 @@ TEST_CASE("an unreachable rendezvous is a distributed error within the timeout",
   CHECK(far.status == 8);
   CHECK_THAT(far.err, ContainsSubstring("rank 1: could not reach the rendezvous store at "
                                         "127.0.0.1:" +
-                                        std::to_string(port) +
-                                        " within 2 s: Connection refused"));
+                                        std::to_string(port) + " within 2 s: Connection refused"));
 }
 
 TEST_CASE("bad launcher variables and a batch that does not split are clear errors", "[cli][ddp]") {

@@ -94,7 +94,8 @@ TEST_CASE("a job across machines needs a secret, then listens at its port with i
   CHECK(two.port == 15000 + 777 % 14000);
   CHECK(two.secret == kSecret);
   CHECK(two.key_prefix ==
-        "dptrain/777.0/" + core::hex(core::sha256(kSecret)).substr(0, 16) + "/0/");
+        "dptrain/777.0/" + core::hex(core::sha256("dptrain key prefix\n" + kSecret)).substr(0, 16) +
+            "/0/");
   vars = slurm(0, 2, runtime.path());
   vars["DPTRAIN_JOB_SECRET"] = kSecret;
   const StorePlan zero = plan_of(vars);
@@ -103,19 +104,34 @@ TEST_CASE("a job across machines needs a secret, then listens at its port with i
   CHECK(zero.rendezvous_file.empty());
 }
 
-TEST_CASE("mpirun's ranks take Open MPI's per-job key as their secret", "[dist][store]") {
+TEST_CASE("mpirun's ranks take their job's id from Open MPI, and no secret but the one exported",
+          "[dist][store]") {
   TempDir runtime;
-  const StorePlan plan = plan_of({{"OMPI_COMM_WORLD_RANK", "3"},
-                                  {"OMPI_COMM_WORLD_SIZE", "4"},
-                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                                  {"OMPI_MCA_ess_base_jobid", "1114308609"},
-                                  {"OMPI_MCA_orte_precondition_transports", "80533f015e15c30b-92"},
-                                  {"MASTER_ADDR", "node0"},
-                                  {"XDG_RUNTIME_DIR", runtime.path()}});
-  CHECK(plan.secret == "80533f015e15c30b-92");
+  std::map<std::string, std::string> vars = {{"OMPI_COMM_WORLD_RANK", "3"},
+                                             {"OMPI_COMM_WORLD_SIZE", "4"},
+                                             {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                             {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                             {"OMPI_MCA_ess_base_jobid", "1114308609"},
+                                             {"OMPI_MCA_orte_precondition_transports", "8053-92"},
+                                             {"MASTER_ADDR", "node0"},
+                                             {"XDG_RUNTIME_DIR", runtime.path()}};
+  // Open MPI's transport key is not a secret (its daemons may carry it on command lines).
+  CHECK_THAT(error_of([&] { plan_of(vars); }), ContainsSubstring("DPTRAIN_JOB_SECRET is not set"));
+  vars["DPTRAIN_JOB_SECRET"] = kSecret;
+  const StorePlan plan = plan_of(vars);
   CHECK(plan.port == 15000 + 1114308609 % 14000);  // not a fixed 29500 that two jobs share
   CHECK(plan.key_prefix.rfind("dptrain/1114308609/", 0) == 0);
+  // Open MPI 5 names a PMIx namespace instead; one machine's job without any id is told apart
+  // by the ranks' parent.
+  const StorePlan five = plan_of({{"OMPI_COMM_WORLD_RANK", "1"},
+                                  {"OMPI_COMM_WORLD_SIZE", "2"},
+                                  {"PMIX_NAMESPACE", "prterun-node0-4242@1"},
+                                  {"XDG_RUNTIME_DIR", runtime.path()}});
+  CHECK(five.rendezvous_file.filename() == "store-prterun-node0-4242_1-0");
+  const StorePlan bare = plan_of({{"OMPI_COMM_WORLD_RANK", "1"},
+                                  {"OMPI_COMM_WORLD_SIZE", "2"},
+                                  {"XDG_RUNTIME_DIR", runtime.path()}});
+  CHECK(bare.rendezvous_file.filename() == "store-parent-" + std::to_string(::getppid()) + "-0");
 }
 
 TEST_CASE("torchrun's agent store is used as it is, dptrain's launcher's with its secret",

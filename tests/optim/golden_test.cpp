@@ -89,6 +89,23 @@ TEST_CASE("a schedule that does not fit in the run is a config error naming the 
       Catch::Matchers::Message(
           "scheduler.warmup_steps: 20 warm-up steps leave none to anneal in a run of 20 "
           "optimizer steps"));
+  // step and none would never run at lr; one step fewer of warm-up reaches it on the last step.
+  for (const auto name :
+       {dptrain::config::SchedulerName::kStep, dptrain::config::SchedulerName::kNone}) {
+    c.name = name;
+    c.warmup_epochs = 3;
+    REQUIRE_THROWS_MATCHES(
+        dptrain::optim::LearningRateSchedule(c, 0.1, /*total_steps=*/20, /*steps_per_epoch=*/10),
+        Error,
+        Catch::Matchers::Message("scheduler.warmup_epochs: 30 warm-up steps leave no step at the "
+                                 "full rate in a run of 20 optimizer steps"));
+    c.warmup_epochs = 0;
+    c.warmup_steps = 20;
+    CHECK_THROWS_AS(dptrain::optim::LearningRateSchedule(c, 0.1, 20, 10), Error);
+    c.warmup_steps = 19;
+    CHECK(dptrain::optim::LearningRateSchedule(c, 0.1, 20, 10).at(18) == Approx(0.1));
+    c.warmup_steps = 20;
+  }
   c.name = dptrain::config::SchedulerName::kOnecycle;
   c.warmup_steps = 0;
   REQUIRE_THROWS_MATCHES(

@@ -5,6 +5,8 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include "config/json_text.h"
+#include "config/load.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/idx.h"
@@ -17,6 +19,7 @@
 #include "support/fixtures.h"
 #include "support/memory.h"
 #include "support/skip.h"
+#include "train/model_file.h"
 
 using namespace dptrain;
 using testing::run_within_memory;
@@ -34,15 +37,34 @@ std::string big_endian(uint32_t v) {
           static_cast<char>(v)};
 }
 
-// A PNG's signature and IHDR chunk, nothing after: enough for a header's claims.
-std::string png_header(uint32_t width, uint32_t height) {
-  // 8-bit grey, deflate, no filter, no interlace.
-  const std::string body =
-      "IHDR" + big_endian(width) + big_endian(height) + std::string("\x08\0\0\0\0", 5);
+// A PNG chunk: length, type, data, CRC-32 of type and data.
+std::string chunk(const std::string& type, const std::string& data) {
+  const std::string body = type + data;
   const uLong crc =
       crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
-  return std::string("\x89PNG\r\n\x1a\n", 8) + big_endian(13) + body +
+  return big_endian(static_cast<uint32_t>(data.size())) + body +
          big_endian(static_cast<uint32_t>(crc));
+}
+
+// A PNG of an 8-bit grey image of this size whose image data are `idat` (zlib), as a decoder sees
+// it before it decodes: enough for a header's claims.
+std::string png(uint32_t width, uint32_t height, const std::string& idat) {
+  // 8-bit grey, deflate, no filter, no interlace.
+  const std::string header =
+      big_endian(width) + big_endian(height) + std::string("\x08\0\0\0\0", 5);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", header) + chunk("IDAT", idat) +
+         chunk("IEND", "");
+}
+
+// `size` zero bytes, deflated: 1 KB of it holds about a megabyte.
+std::string zlib_of_zeros(size_t size) {
+  const std::string zeros(size, '\0');
+  uLongf length = compressBound(static_cast<uLong>(size));
+  std::string out(length, '\0');
+  compress2(reinterpret_cast<Bytef*>(out.data()), &length,
+            reinterpret_cast<const Bytef*>(zeros.data()), static_cast<uLong>(size), 9);
+  out.resize(length);
+  return out;
 }
 
 // A pickle stream of `body` between PROTO 2 and STOP.
@@ -77,7 +99,12 @@ std::string rebuild(const std::vector<int64_t>& size, const std::vector<int64_t>
 
 }  // namespace
 
-TEST_CASE("the memory ceiling of these tests stops an allocation past it", "[serialize]") {
+TEST_CASE("the memory ceilings of these tests stop an allocation past them", "[serialize]") {
+  CHECK(testing::run_within_resident_memory([] { std::vector<char> block(size_t{300} << 20, 'x'); },
+                                            kCeilingMb)
+            .rfind("used 3", 0) == 0);
+  CHECK(testing::run_within_resident_memory([] { std::vector<char> block(size_t{10} << 20, 'x'); },
+                                            kCeilingMb) == "returned");
   if (!testing::memory_ceiling_enforced()) {
     DPTRAIN_SKIP("AddressSanitizer's reserved address space leaves no room for a ceiling");
   }
@@ -167,11 +194,18 @@ TEST_CASE(
     "[serialize][security]") {
   TempDir dir;
   // 64 megapixels claimed by a 33-byte file: refused from its header.
-  testing::write_text(dir / "vast.png", png_header(8192, 8192));
+  testing::write_text(dir / "vast.png", png(8192, 8192, zlib_of_zeros(16)));
   const std::string vast =
       run_within_memory([&] { data::read_input_images(dir / "vast.png"); }, kCeilingMb);
   CHECK_THAT(vast, ContainsSubstring("vast.png: an image of 8192x8192 pixels, more than the "
                                      "16 megapixels dptrain decodes"));
+  // A 64x64 image whose data inflate to 64 MB (a 64 KB zlib bomb): stb_image would inflate it
+  // all, doubling its buffer as it went.
+  testing::write_text(dir / "bomb.png", png(64, 64, zlib_of_zeros(size_t{64} << 20)));
+  const std::string bomb =
+      run_within_memory([&] { data::read_input_images(dir / "bomb.png"); }, kCeilingMb);
+  CHECK_THAT(bomb, ContainsSubstring("bomb.png: a PNG whose image data inflate to more than the "
+                                     "9344 bytes its size of 64x64 can hold"));
   // stb_image would decode a GIF (and BMP, PSD, TGA, HDR, PIC...): never given one.
   testing::write_text(dir / "image.gif", std::string("GIF89a\x01\x00\x01\x00\x80\x00\x00", 13) +
                                              std::string(20, '\0'));
@@ -179,4 +213,83 @@ TEST_CASE(
                     ContainsSubstring("image.gif: neither a PNG nor a PGM/PPM image"));
   CHECK_THROWS_WITH(data::read_input_images("/dev/zero"), ContainsSubstring("/dev/zero: is no "
                                                                             "regular file"));
+}
+
+TEST_CASE(
+    "a pickle that joins two memoised strings into global names again and again is refused "
+    "at the first, within 100 MB",
+    "[serialize][security]") {
+  // A 1 MB string, memoised, then BINGET 0, BINGET 0, STACK_GLOBAL a thousand times: each name
+  // joined from the two would be 2 MB, 2 GB in all, from a 1 MB file.
+  std::string body =
+      "X" + std::string("\0\0\x10\0", 4) + std::string(1 << 20, 'm') + std::string("q\0", 2);
+  for (int i = 0; i < 1000; ++i) body += std::string("h\0h\0\x93", 5);
+  const std::string outcome =
+      run_within_memory([&] { read_with_storage(stream(body), 0); }, kCeilingMb);
+  CHECK_THAT(outcome, ContainsSubstring("threw: a global whose name is 2097152 bytes long"));
+  // A global of a short name that a file of weights does not name is refused where it is named.
+  CHECK_THROWS_WITH(read_with_storage(stream("cbuiltins\neval\n"), 0),
+                    ContainsSubstring("the global builtins.eval, which a PyTorch file of weights "
+                                      "does not name"));
+}
+
+TEST_CASE("a dict that names a key twice is refused: Python would keep the last, not the first",
+          "[serialize][security]") {
+  const std::string twice = std::string("}(X\x01\0\0\0aNX\x01\0\0\0aK\x01u", 19);
+  CHECK_THROWS_WITH(read_with_storage(stream(twice), 0), ContainsSubstring("a dict that names a "
+                                                                           "twice"));
+}
+
+TEST_CASE("a zip directory that points two records at one record's bytes is refused",
+          "[serialize][security]") {
+  // Two tensors of one size; then data/1's directory entry is pointed at data/0's header and
+  // CRC: a thousand such entries would make one record's bytes count a thousand times.
+  std::string bytes =
+      model::encode_state_dict({{"a", torch::ones({1000})}, {"b", torch::zeros({1000})}});
+  std::map<std::string, size_t> entries;  // record name -> its directory entry
+  for (size_t at = bytes.find("PK\x01\x02"); at != std::string::npos;
+       at = bytes.find("PK\x01\x02", at + 4)) {
+    const size_t name_length = static_cast<uint8_t>(bytes[at + 28]) |
+                               static_cast<size_t>(static_cast<uint8_t>(bytes[at + 29])) << 8;
+    entries[bytes.substr(at + 46, name_length)] = at;
+  }
+  size_t zero = 0, one = 0;
+  for (const auto& [name, at] : entries) {
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, "/data/0") == 0) zero = at;
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, "/data/1") == 0) one = at;
+  }
+  REQUIRE(zero != 0);
+  REQUIRE(one != 0);
+  bytes.replace(one + 16, 4, bytes.substr(zero + 16, 4));  // its CRC
+  bytes.replace(one + 42, 4, bytes.substr(zero + 42, 4));  // its local header
+  CHECK_THROWS_WITH(model::decode_state_dict(bytes),
+                    ContainsSubstring("has another name in its own header"));
+}
+
+TEST_CASE("a checkpoint record nested 100,000 deep is a damaged record, not a crash",
+          "[serialize][security]") {
+  // nlohmann's parser keeps its own stack, but flattening or freeing such a value would recurse
+  // past the thread's stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THROWS_WITH(config::parse_json(deep), ContainsSubstring("nested deeper than 64 levels"));
+  CHECK(config::parse_json(std::string(64, '[') + std::string(64, ']')).is_array());
+  TempDir dir;
+  testing::write_text(dir / "deep.json", deep);
+  CHECK_THROWS_WITH(
+      config::load_config(dir / "deep.json", {}, {"lenet"}),
+      ContainsSubstring("deep.json: not valid JSON: [json.exception.out_of_range.406] "
+                        "nested deeper than 64 levels"));
+}
+
+TEST_CASE("a sparse file that claims 16 GB costs what is read of it, not 16 GB",
+          "[serialize][security]") {
+  TempDir dir;
+  const auto sparse = dir / "sparse.pt";
+  testing::write_text(sparse, "");
+  std::filesystem::resize_file(sparse, uint64_t{16} << 30);  // holes: no disk, no memory
+  const auto specs = model::parameter_specs(*model::LeNet());
+  const std::string outcome = testing::run_within_resident_memory(
+      [&] { train::read_model_file(sparse, specs); }, kCeilingMb);
+  CHECK_THAT(outcome, ContainsSubstring("sparse.pt: neither a state_dict nor a dptrain checkpoint: "
+                                        "a damaged zip archive: no end-of-directory record"));
 }

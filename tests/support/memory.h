@@ -17,4 +17,10 @@ std::string run_within_memory(const std::function<void()>& piece, long limit_mb)
 // Whether run_within_memory enforces its ceiling in this build (not under AddressSanitizer).
 bool memory_ceiling_enforced();
 
+// The same for memory actually touched, where the address space is not the measure (a mapped
+// file costs only the pages read): the piece runs in a forked child, and its outcome becomes
+// "used N MB" when its resident peak (VmHWM, reset first) rose more than `limit_mb` above where it
+// began.
+std::string run_within_resident_memory(const std::function<void()>& piece, long limit_mb);
+
 }  // namespace dptrain::testing
