@@ -47,9 +47,9 @@ int max_restarts(const cli::Command& command, const config::Config& config) {
         "across machines let the scheduler restart the job: torchrun --max_restarts, or "
         "SLURM's requeue (see the README's Restarts section)");
   }
-  if (!command.output_dir && config.checkpoint.dir.empty()) {
+  if (!command.output_dir) {
     usage_error("restarts resume from the run's checkpoints, but there is no --output",
-                "give the run's folder with --output (or set checkpoint.dir)");
+                "give the run's folder with --output");
   }
   if (config.checkpoint.every_epochs == 0 && config.checkpoint.every_steps == 0) {
     throw core::Error(core::ErrorCode::kConfig,

@@ -6,11 +6,13 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "config/idle_keys.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "dist/rendezvous.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_file.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
 
@@ -18,9 +20,11 @@ namespace dptrain::app {
 namespace {
 
 // The checkpoint --resume names: a file, or for "auto" the newest in the run's checkpoint folder
-// (none there: a fresh start, so that one command serves a job's first run and its requeues).
+// (none there: a fresh start, so that one command serves a job's first run and its requeues),
+// which must be of the folder's own run. Rank 0's to decide.
 std::optional<std::filesystem::path> resume_point(const cli::Command& command,
-                                                  const config::Config& config) {
+                                                  const config::Config& config,
+                                                  const train::RunFolder& folder) {
   if (!command.resume) return std::nullopt;
   if (*command.resume != "auto") {
     const std::filesystem::path path = *command.resume;
@@ -30,16 +34,28 @@ std::optional<std::filesystem::path> resume_point(const cli::Command& command,
     }
     return path;
   }
-  if (!command.output_dir && config.checkpoint.dir.empty()) {
-    usage_error("--resume auto looks for checkpoints in the run's folder, but there is no --output",
-                "give the run's folder with --output (or set checkpoint.dir)");
-  }
-  const std::filesystem::path dir =
-      train::checkpoint_dir(config, command.output_dir.value_or(std::filesystem::path()));
+  const std::filesystem::path dir = train::checkpoint_dir(config, folder.dir, folder.run_id);
   auto latest = train::latest_checkpoint(dir);
-  if (!latest)
+  if (!latest) {
     spdlog::info("--resume auto: no checkpoint in {}; starting from the beginning", dir.string());
+    return std::nullopt;
+  }
+  const std::string run = train::checkpoint_run_id(*latest);
+  if (run != folder.run_id) {
+    throw core::Error(core::ErrorCode::kIo,
+                      latest->string() + ": a checkpoint of run " + run + ", not of run " +
+                          folder.run_id + " that " + folder.dir.string() + " holds",
+                      "remove it, or resume it by name (--resume " + latest->string() +
+                          ") into a folder of its own");
+  }
   return latest;
+}
+
+// How rank 0 opens the output folder: --resume goes on with the run there (--overwrite then
+// removes nothing), --overwrite replaces it, else it must hold no run.
+train::RunStart run_start(const cli::Command& command) {
+  if (command.resume) return train::RunStart::kResume;
+  return command.overwrite ? train::RunStart::kOverwrite : train::RunStart::kNew;
 }
 
 int train_here(const cli::Command& command, const config::Config& config,
@@ -53,6 +69,17 @@ int train_here(const cli::Command& command, const config::Config& config,
   }
   const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);
+  if (command.max_restarts && rank.launcher != "dptrain") {
+    usage_error("--max-restarts restarts the ranks that dptrain's launcher starts, and " +
+                    (launched ? rank.launcher + " started this one"
+                              : std::string("this run has no ranks to launch (one device)")),
+                launched ? "let " + rank.launcher + " restart it" : "leave it out");
+  }
+  if (rank.rank == 0) {
+    for (const std::string& warning : config::idle_key_warnings(config, rank.launcher)) {
+      spdlog::warn("{}", warning);
+    }
+  }
   core::install_interrupt_handler();
   core::install_preemption_handler();
   core::release_launcher_signals();  // a notice that came while this rank started acts now
@@ -60,15 +87,20 @@ int train_here(const cli::Command& command, const config::Config& config,
   // a SIGPIPE killing this rank silently when Gloo writes to its socket (Python ignores SIGPIPE
   // too, so PyTorch's users see the same).
   std::signal(SIGPIPE, SIG_IGN);
-  train::Start start;
-  start.resume = resume_point(command, config);
-  start.init_from = command.init_from;
+  if (command.resume && *command.resume == "auto" && !command.output_dir) {
+    usage_error("--resume auto looks for checkpoints in the run's folder, but there is no --output",
+                "give the run's folder with --output");
+  }
+  train::Start start;  // rank 0 decides; the other ranks learn its choices (train/start_file.h)
   std::filesystem::path output;  // other ranks write nothing
   const bool output_existed = command.output_dir && std::filesystem::exists(*command.output_dir);
   if (rank.rank == 0) {
-    // Resuming goes on in the folder that holds the run's results so far.
-    output = train::make_run_dir(command.output_dir, config.name,
-                                 command.overwrite || command.resume.has_value());
+    const train::RunFolder folder =
+        train::open_run_folder(command.output_dir, config, run_start(command));
+    output = folder.dir;
+    start.run_id = folder.run_id;
+    start.resume = resume_point(command, config, folder);
+    start.init_from = command.init_from;
   }
   try {
     train::train(config, output, std::cout, rank, start);

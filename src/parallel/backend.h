@@ -56,6 +56,12 @@ class Backend {
   virtual void synchronize_gradients() = 0;
   // Sums each value over the ranks, in place (metrics and evaluation counts).
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
+  // Every rank's `mine`, in rank order: small texts (a path, a digest), exchanged once per `key`
+  // through the rendezvous store. One process: {mine}.
+  virtual std::vector<std::string> all_gather_text(const std::string& key, const std::string& mine) {
+    (void)key;
+    return {mine};
+  }
   // Seconds spent so far waiting for gradient communication that backward did not hide.
   virtual double communication_wait_seconds() const { return 0; }
   // The bytes of gradient storage this rank holds between steps: .grad, ddp's buckets, a shard's.

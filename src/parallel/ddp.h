@@ -37,6 +37,10 @@ class DistributedDataParallel : public Backend {
   torch::Tensor forward(const torch::Tensor& input) override;
   void synchronize_gradients() override;
   void all_reduce_sum(std::vector<double>& values) override;
+  std::vector<std::string> all_gather_text(const std::string& key,
+                                           const std::string& mine) override {
+    return comm_->all_gather_text(key, mine);
+  }
   double communication_wait_seconds() const override { return reducer_->wait_seconds(); }
   int64_t gradient_bytes() override;
 

@@ -26,7 +26,7 @@ std::optional<int64_t> number_of(const std::ssub_match& digits) {
 // The epoch and preemption checkpoints in `dir`, oldest first (by finished epochs, then steps).
 // A name whose numbers no run could reach (more than 19 digits) is no checkpoint of ours.
 std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::path& dir) {
-  static const std::regex kName(R"(epoch-(\d{4,})(?:-step-(\d{6,}))?\.pt)");
+  static const std::regex kName(R"(epoch-(\d{4,})(?:-batch-(\d{6,}))?\.pt)");
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::filesystem::path>> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -46,21 +46,15 @@ std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::p
 
 }  // namespace
 
-std::string checkpoint_name(int64_t finished_epochs, int64_t steps_done) {
+std::string checkpoint_name(int64_t finished_epochs, int64_t batches_done) {
   char name[64];
-  if (steps_done == 0) {
+  if (batches_done == 0) {
     std::snprintf(name, sizeof name, "epoch-%04lld.pt", static_cast<long long>(finished_epochs));
   } else {
-    std::snprintf(name, sizeof name, "epoch-%04lld-step-%06lld.pt",
-                  static_cast<long long>(finished_epochs), static_cast<long long>(steps_done));
+    std::snprintf(name, sizeof name, "epoch-%04lld-batch-%06lld.pt",
+                  static_cast<long long>(finished_epochs), static_cast<long long>(batches_done));
   }
   return name;
-}
-
-std::filesystem::path checkpoint_dir(const config::Config& config,
-                                     const std::filesystem::path& output_dir) {
-  return config.checkpoint.dir.empty() ? output_dir / "checkpoints"
-                                       : std::filesystem::path(config.checkpoint.dir);
 }
 
 Checkpointer::Checkpointer(const config::Config& config, std::filesystem::path dir, bool writer)
@@ -79,12 +73,12 @@ std::filesystem::path Checkpointer::save(const std::string& name, const Progress
   return path;
 }
 
-void Checkpointer::within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
+void Checkpointer::within_epoch(int64_t epoch, int64_t batches_done, int64_t global_step,
                                 const std::function<Progress()>& progress,
                                 parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
   const int64_t every = config_.checkpoint.every_steps;
   if (every <= 0 || global_step % every != 0) return;
-  save(checkpoint_name(epoch, steps_done), progress(), backend, optimizer);
+  save(checkpoint_name(epoch, batches_done), progress(), backend, optimizer);
   if (writer_) prune_checkpoints(dir_, config_.checkpoint.keep_last);
 }
 

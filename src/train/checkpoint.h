@@ -15,10 +15,6 @@
 
 namespace dptrain::train {
 
-// checkpoint.dir, or <output>/checkpoints when it is empty.
-std::filesystem::path checkpoint_dir(const config::Config& config,
-                                     const std::filesystem::path& output_dir);
-
 // When a run writes checkpoints: every checkpoint.every_epochs epochs (keeping the newest
 // keep_last), best.pt when the watched figure improves (save_best), and on demand. Only the
 // writer (rank 0) writes; every rank calls (a ZeRO optimizer's shards are gathered first).
@@ -32,7 +28,7 @@ class Checkpointer {
   // Within an epoch after each optimizer step (`global_step` of them so far): every
   // checkpoint.every_steps steps, the checkpoint a preemption would write (keep_last applies).
   // Every rank may call; `progress` is called only when one is due.
-  void within_epoch(int64_t epoch, int64_t steps_done, int64_t global_step,
+  void within_epoch(int64_t epoch, int64_t batches_done, int64_t global_step,
                     const std::function<Progress()>& progress, parallel::Backend& backend,
                     torch::optim::Optimizer& optimizer);
   // After the evaluation of `epoch` (1-based), with `progress` pointing at the next one; `last`:
@@ -46,9 +42,9 @@ class Checkpointer {
   bool writer_;
 };
 
-// "epoch-0003.pt" after 3 finished epochs; "epoch-0003-step-000017.pt" 17 steps into the 4th (a
+// "epoch-0003.pt" after 3 finished epochs; "epoch-0003-batch-000017.pt" 17 batches into the 4th (a
 // preemption). Names sort as training goes.
-std::string checkpoint_name(int64_t finished_epochs, int64_t steps_done);
+std::string checkpoint_name(int64_t finished_epochs, int64_t batches_done);
 // The newest epoch or preemption checkpoint in `dir`, if any (best.pt does not count).
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
 // Deletes all but the newest `keep` epoch checkpoints in `dir` (keep 0: none deleted).

@@ -102,14 +102,28 @@ void warn_about_changes(const std::filesystem::path& path, const json& saved,
           path.string(), key, value.dump(), it == now.end() ? "absent" : it->dump());
     }
   }
+  // More epochs change nothing a step computes, but cosine and onecycle lay their shape over the
+  // whole run: from the resumed step on, the rate follows the longer (or shorter) curve.
+  const auto epochs_then = then.find("/train/epochs");
+  const bool shaped = config.scheduler.name == config::SchedulerName::kCosine ||
+                      config.scheduler.name == config::SchedulerName::kOnecycle;
+  if (shaped && epochs_then != then.end() && *epochs_then != config.train.epochs) {
+    spdlog::warn(
+        "resuming {}: train.epochs was {} and is now {}, and the {} schedule spans the whole run: "
+        "the learning rate follows the new length from here, not the curve it began on (resume "
+        "with train.epochs {} to keep it)",
+        path.string(), epochs_then->dump(), config.train.epochs,
+        config::name_of(config.scheduler.name), epochs_then->dump());
+  }
 }
 
 // The record's progress fields (the best weights are tensors, read apart); json errors when a
 // field is missing or of another type.
 Progress progress_of(const json& record) {
   Progress p;
+  p.run_id = record.at("run_id").get<std::string>();
   p.epoch = record.at("epoch").get<int64_t>();
-  p.steps_done = record.at("steps_done").get<int64_t>();
+  p.batches_done = record.at("batches_done").get<int64_t>();
   p.global_step = record.at("global_step").get<int64_t>();
   p.partial = training_sums_from_json(record.at("partial"));
   for (const auto& m : record.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
@@ -179,13 +193,12 @@ json record_of(const std::filesystem::path& path, const Value& root) {
   }
 }
 
-Opened open_checkpoint(const std::filesystem::path& path) {
+// Decodes `file` (whose bytes the returned root's tensors may alias, kept alive with it).
+Opened open_checkpoint(const std::filesystem::path& path,
+                       const std::shared_ptr<const core::MappedFile>& file) {
   Opened opened;
   try {
-    const auto file = std::make_shared<const core::MappedFile>(path);
     opened.root = serialize::decode_torch_file(file->bytes(), file);
-  } catch (const core::Error&) {
-    throw;
   } catch (const serialize::CodeArchiveError& e) {
     refuse(path, e.what(),
            "dptrain no longer opens TorchScript archives, which is what checkpoints of format 1 "
@@ -197,6 +210,11 @@ Opened open_checkpoint(const std::filesystem::path& path) {
   }
   opened.record = record_of(path, *opened.root);
   return opened;
+}
+
+// A file that is not mapped yet, for the functions taking a path.
+std::shared_ptr<const core::MappedFile> mapped(const std::filesystem::path& path) {
+  return std::make_shared<const core::MappedFile>(path);
 }
 
 }  // namespace
@@ -213,11 +231,12 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
   json epochs = json::array();
   for (const auto& m : progress.epochs) epochs.push_back(to_json(m));
   const json record = {
+      {"run_id", progress.run_id},
       {"model", config.model.name},
       {"shapes", shapes_of(params)},
       {"config", config::to_json(config)},
       {"epoch", progress.epoch},
-      {"steps_done", progress.steps_done},
+      {"batches_done", progress.batches_done},
       {"global_step", progress.global_step},
       {"partial", to_json(progress.partial)},
       {"epochs", epochs},
@@ -256,9 +275,26 @@ std::optional<CheckpointWeights> checkpoint_weights(const std::filesystem::path&
   return weights;
 }
 
+std::string checkpoint_run_id(const std::filesystem::path& path) {
+  const Opened opened = open_checkpoint(path, mapped(path));
+  try {
+    return opened.record.at("run_id").get<std::string>();
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+                kDamagedHint);
+  }
+}
+
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
                          parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
-  const Opened opened = open_checkpoint(path);
+  return read_checkpoint(path, mapped(path), config, backend, optimizer);
+}
+
+Progress read_checkpoint(const std::filesystem::path& path,
+                         const std::shared_ptr<const core::MappedFile>& file,
+                         const config::Config& config, parallel::Backend& backend,
+                         torch::optim::Optimizer& optimizer) {
+  const Opened opened = open_checkpoint(path, file);
   const Value& root = *opened.root;
   const std::vector<torch::Tensor> params = backend.parameters();
   Progress p;

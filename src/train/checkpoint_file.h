@@ -14,11 +14,13 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "core/fs.h"
 #include "parallel/backend.h"
 #include "serialize/pickle.h"
 #include "train/early_stopping.h"
@@ -29,8 +31,9 @@ namespace dptrain::train {
 
 // Where training stands, besides the tensors the backend and optimizer own.
 struct Progress {
+  std::string run_id;                // the run it belongs to (its output folder's run.json)
   int64_t epoch = 0;                 // the epoch under way or next (0-based)
-  int64_t steps_done = 0;            // its batches already taken (non-zero after a preemption)
+  int64_t batches_done = 0;          // its batches already taken (non-zero after a preemption)
   int64_t global_step = 0;           // optimizer steps taken since the run began
   TrainingSums partial;              // those steps' sums over every rank
   std::vector<EpochMetrics> epochs;  // the finished epochs' records
@@ -51,6 +54,14 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
 // optim/optimizer_state.h).
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
                          parallel::Backend& backend, torch::optim::Optimizer& optimizer);
+// The same from `file`, already mapped (the bytes every rank agreed on); `path` names it.
+Progress read_checkpoint(const std::filesystem::path& path,
+                         const std::shared_ptr<const core::MappedFile>& file,
+                         const config::Config& config, parallel::Backend& backend,
+                         torch::optim::Optimizer& optimizer);
+
+// The run a checkpoint belongs to; an I/O error naming `path` when it is no readable checkpoint.
+std::string checkpoint_run_id(const std::filesystem::path& path);
 
 // A checkpoint's parameters alone (evaluate, predict, --init-from), in the model's order; their
 // shapes are the caller's to check before copying them (see model::match_parameters).

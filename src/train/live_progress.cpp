@@ -39,15 +39,15 @@ bool progress_wanted(config::ProgressMode mode) {
 }
 
 std::string format_progress(const ProgressFigures& f) {
-  const double per_step = f.step > 0 ? f.elapsed_sec / static_cast<double>(f.step) : NAN;
-  const double remaining = per_step * static_cast<double>(f.steps - f.step);
+  const double per_batch = f.batch > 0 ? f.elapsed_sec / static_cast<double>(f.batch) : NAN;
+  const double remaining = per_batch * static_cast<double>(f.batches - f.batch);
   const double rate = f.elapsed_sec > 0 ? static_cast<double>(f.samples) / f.elapsed_sec : 0;
   char buffer[256];
   std::snprintf(buffer, sizeof buffer,
-                "epoch %lld/%lld  step %lld/%lld  %.0f samples/s  loss %.4f  lr %.3g  %s<%s",
+                "epoch %lld/%lld  batch %lld/%lld  %.0f samples/s  loss %.4f  lr %.3g  %s<%s",
                 static_cast<long long>(f.epoch), static_cast<long long>(f.epochs),
-                static_cast<long long>(f.step), static_cast<long long>(f.steps), rate, f.loss, f.lr,
-                clock_text(f.elapsed_sec).c_str(), clock_text(remaining).c_str());
+                static_cast<long long>(f.batch), static_cast<long long>(f.batches), rate, f.loss,
+                f.lr, clock_text(f.elapsed_sec).c_str(), clock_text(remaining).c_str());
   return buffer;
 }
 

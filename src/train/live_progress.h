@@ -20,8 +20,8 @@ bool progress_wanted(config::ProgressMode mode);
 struct ProgressFigures {
   int64_t epoch = 0;  // 1-based
   int64_t epochs = 0;
-  int64_t step = 0;  // batches done in the epoch
-  int64_t steps = 0;
+  int64_t batch = 0;  // batches done in the epoch
+  int64_t batches = 0;
   int64_t samples = 0;  // this rank's samples so far in the epoch
   double loss = 0;      // running mean loss of those samples
   double lr = 0;

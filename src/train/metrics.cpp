@@ -19,7 +19,7 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"eval_sec", m.eval_sec},
                       {"comm_wait_sec", m.comm_wait_sec},
                       {"train_samples", m.train_samples},
-                      {"steps", m.steps},
+                      {"batches", m.batches},
                       {"global_step", m.global_step},
                       {"lr", m.lr},
                       {"skipped_steps", m.skipped_steps},
@@ -62,7 +62,7 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.eval_sec = number(j, "eval_sec");
   m.comm_wait_sec = number(j, "comm_wait_sec");
   m.train_samples = j.at("train_samples").get<int64_t>();
-  m.steps = j.at("steps").get<int64_t>();
+  m.batches = j.at("batches").get<int64_t>();
   m.global_step = j.value("global_step", int64_t{0});  // absent before gradient accumulation
   m.lr = j.value("lr", 0.0);
   m.skipped_steps = j.value("skipped_steps", int64_t{0});

@@ -26,7 +26,7 @@ struct EpochMetrics {
   double eval_sec = 0;
   double comm_wait_sec = 0;  // ddp: waiting for gradient all-reduces that backward did not hide
   int64_t train_samples = 0;
-  int64_t steps = 0;          // batches trained on (micro-batches, with accumulation)
+  int64_t batches = 0;        // batches trained on (micro-batches, with accumulation)
   int64_t global_step = 0;    // optimizer steps since the run began, at the epoch's end
   double lr = 0;              // the learning rate of the epoch's last optimizer step
   int64_t skipped_steps = 0;  // fp16: steps the loss scaler skipped for inf/nan gradients

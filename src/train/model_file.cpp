@@ -16,12 +16,15 @@ const char* const kHint =
 
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::vector<model::ParameterSpec>& specs) {
+  return read_model_file(path, std::make_shared<const core::MappedFile>(path), specs);
+}
+
+std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
+                                           const std::shared_ptr<const core::MappedFile>& file,
+                                           const std::vector<model::ParameterSpec>& specs) {
   serialize::ValuePtr root;
   try {
-    const auto file = std::make_shared<const core::MappedFile>(path);
     root = serialize::decode_torch_file(file->bytes(), file);
-  } catch (const core::Error&) {
-    throw;  // a missing file, a directory
   } catch (const serialize::CodeArchiveError& e) {
     throw core::Error(core::ErrorCode::kIo,
                       path.string() + ": " + e.what() + "; dptrain does not open such files",

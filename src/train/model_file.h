@@ -3,8 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <vector>
 
+#include "core/fs.h"
 #include "model/state_dict.h"
 
 namespace dptrain::train {
@@ -12,6 +14,10 @@ namespace dptrain::train {
 // The file's parameters under the model's names. An I/O error naming `path` when it is neither
 // kind of file; a config error when it holds another model (see model::match_parameters).
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
+                                           const std::vector<model::ParameterSpec>& specs);
+// The same from `file`, already mapped (the bytes every rank agreed on); `path` names it.
+std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
+                                           const std::shared_ptr<const core::MappedFile>& file,
                                            const std::vector<model::ParameterSpec>& specs);
 
 }  // namespace dptrain::train

@@ -25,6 +25,8 @@
 #include "train/parameters.h"
 #include "train/precision.h"
 #include "train/report.h"
+#include "train/run_dir.h"
+#include "train/start_file.h"
 #include "train/step.h"
 
 namespace dptrain::train {
@@ -46,7 +48,7 @@ bool all_want_to_preempt(parallel::Backend& backend) {
 struct EpochOutcome {
   EpochMetrics m;          // finished: the epoch's figures; preempted: the counts so far, no means
   TrainingSums sums;       // over every rank: what a preemption's checkpoint keeps
-  bool preempted = false;  // stopped after m.steps steps for a preemption
+  bool preempted = false;  // stopped after m.batches batches for a preemption
 };
 
 // The running loss and hit count stay on the device, so that a step never waits to add them.
@@ -55,9 +57,9 @@ struct DeviceSums {
   torch::Tensor correct;  // int64
 };
 
-std::string where_in_epoch(int64_t epoch, int64_t step, int64_t steps) {
-  return "in epoch " + std::to_string(epoch) + " after step " + std::to_string(step) + " of " +
-         std::to_string(steps);
+std::string where_in_epoch(int64_t epoch, int64_t batch, int64_t batches) {
+  return "in epoch " + std::to_string(epoch) + " after batch " + std::to_string(batch) + " of " +
+         std::to_string(batches);
 }
 
 // Sums the ranks' figures; the means of a finished epoch, or the sums of a preempted one.
@@ -116,21 +118,21 @@ void add_to_sums(DeviceSums& sums, const MicroBatchOutput& mb, const data::Batch
 
 // The log line every log.every_steps optimizer steps, and the live line when it is due.
 // `fresh`: the samples this rank trained on since `timer` started (a resumption's are not).
-void report_step(const EpochPlan& plan, const EpochOutcome& out, int64_t steps, int64_t global_step,
-                 const MicroBatchOutput& mb, const DeviceSums& sums, int64_t fresh,
-                 const core::Stopwatch& timer) {
+void report_step(const EpochPlan& plan, const EpochOutcome& out, int64_t batches,
+                 int64_t global_step, const MicroBatchOutput& mb, const DeviceSums& sums,
+                 int64_t fresh, const core::Stopwatch& timer) {
   const EpochMetrics& m = out.m;
   if (plan.log_every > 0 && global_step % plan.log_every == 0) {
     if (plan.live) plan.live->clear();  // the log goes to the same terminal, on stderr
-    spdlog::info("epoch {} step {}/{} loss {:.4f} lr {:.4g}", m.epoch, m.steps, steps,
-                 mb.loss.item<double>(), m.lr);
+    spdlog::info("epoch {} batch {}/{} (step {}) loss {:.4f} lr {:.4g}", m.epoch, m.batches,
+                 batches, global_step, mb.loss.item<double>(), m.lr);
   }
   if (plan.live == nullptr || !plan.live->due()) return;
   ProgressFigures f;
   f.epoch = m.epoch;
   f.epochs = plan.epochs;
-  f.step = m.steps;
-  f.steps = steps;
+  f.batch = m.batches;
+  f.batches = batches;
   f.samples = fresh;
   // Rank 0's sums: its own samples, and a resumed epoch's from every rank.
   f.loss =
@@ -153,39 +155,39 @@ EpochOutcome train_epoch(Session& s, const EpochPlan& plan, const Progress* resu
   EpochMetrics& m = out.m;
   m.epoch = plan.epoch + 1;
   if (resume) {
-    m.steps = resume->steps_done;  // a step boundary: checkpoints are taken at one
+    m.batches = resume->batches_done;  // an optimizer step's end: checkpoints are taken at one
     out.sums = resume->partial;
     // The checkpoint holds the sums over every rank; rank 0 carries them on alone.
     if (backend.rank() != 0) out.sums.loss = out.sums.correct = out.sums.samples = 0;
     device_sums.loss.fill_(out.sums.loss);
     device_sums.correct.fill_(out.sums.correct);
   }
-  const int64_t steps = s.train_loader->batches_per_epoch();
+  const int64_t batches = s.train_loader->batches_per_epoch();
   const int64_t local_before = out.sums.samples;
 
   backend.set_training(true);
   s.train_loader->start_epoch(plan.epoch);
-  for (int64_t k = 0; k < m.steps; ++k) s.train_loader->next();  // trained on before the stop
+  for (int64_t k = 0; k < m.batches; ++k) s.train_loader->next();  // trained on before the stop
   core::Stopwatch timer;
   const std::vector<torch::Tensor> params = backend.optimizer_parameters();
   while (auto batch = s.train_loader->next()) {
-    const int64_t index = m.steps % s.accumulate;
-    const int64_t group = group_size(m.steps - index, steps, s.accumulate);
+    const int64_t index = m.batches % s.accumulate;
+    const int64_t group = group_size(m.batches - index, batches, s.accumulate);
     const MicroBatchOutput mb =
         accumulate_micro_batch(s, batch->images, batch->labels, index, group);
     add_to_sums(device_sums, mb, *batch);
     out.sums.samples += batch->size();
-    ++m.steps;
-    core::throw_if_interrupted(where_in_epoch(m.epoch, m.steps, steps));
+    ++m.batches;
+    core::throw_if_interrupted(where_in_epoch(m.epoch, m.batches, batches));
     if (index + 1 < group) continue;
 
     m.lr = s.schedule->at(global_step);
     if (!take_optimizer_step(s, params, m.lr)) ++out.sums.skipped_steps;
     ++global_step;
-    report_step(plan, out, steps, global_step, mb, device_sums, out.sums.samples - local_before,
+    report_step(plan, out, batches, global_step, mb, device_sums, out.sums.samples - local_before,
                 timer);
     if (plan.max_steps > 0 && global_step >= plan.max_steps) break;
-    if (m.steps < steps && plan.checkpoint_within) {
+    if (m.batches < batches && plan.checkpoint_within) {
       plan.checkpoint_within(out, device_sums, timer.seconds());
     }
     if ((backend.world_size() == 1 || global_step % kPreemptionPollSteps == 0) &&
@@ -224,9 +226,9 @@ void evaluate_epoch(Session& s, EpochMetrics& m) {
 }
 
 // The error that ends a preempted run: exit status 75, so that a batch script can requeue it.
-core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesystem::path& path,
+core::Error preempted(const EpochMetrics& m, int64_t batches, const std::filesystem::path& path,
                       bool writer) {
-  const std::string where = where_in_epoch(m.epoch, m.steps, steps);
+  const std::string where = where_in_epoch(m.epoch, m.batches, batches);
   return core::Error(
       core::ErrorCode::kPreempted,
       "stopped by " + core::preemption_signal_name() + " (a preemption notice) " + where + "; " +
@@ -239,7 +241,7 @@ core::Error preempted(const EpochMetrics& m, int64_t steps, const std::filesyste
 class RunLoop {
  public:
   RunLoop(const config::Config& config, const std::filesystem::path& output_dir,
-          std::ostream& console, const dist::RankInfo& rank)
+          std::ostream& console, const dist::RankInfo& rank, const std::string& run_id)
       : config_(config),
         output_dir_(output_dir),
         console_(console),
@@ -247,42 +249,32 @@ class RunLoop {
         writer_(s_.backend->rank() == 0),
         devices_(parallel::format_devices(s_.backend->devices())),
         watcher_(config.early_stopping, config.checkpoint.save_best),
-        checkpoints_(config, checkpoint_dir(config, output_dir), writer_),
-        live_(console, writer_ && progress_wanted(config.log.progress)) {
-    if (writer_) {
-      // What a killed run left half-written is of no use to this one.
-      for (const auto& dir : {output_dir, checkpoint_dir(config, output_dir)}) {
-        if (const int removed = core::remove_stale_temporaries(dir)) {
-          spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
-                       dir.string());
-        }
-      }
-      core::write_file_atomic(output_dir / "config.json", config::to_json(config).dump(2) + "\n");
-    }
-    spdlog::info("training {} on {} ({} backend, {} threads), {} steps per epoch, output {}",
+        checkpoints_(config, checkpoint_dir(config, output_dir, run_id), writer_),
+        live_(console, writer_ && progress_wanted(config.log.progress)),
+        run_id_(run_id) {
+    spdlog::info("training {} on {} ({} backend, {} threads), {} batches per epoch, output {}",
                  config.model.name, devices_, s_.backend->name(), torch::get_num_threads(),
                  s_.train_loader->batches_per_epoch(), output_dir.string());
   }
 
-  void resume_from(const std::filesystem::path& path) {
-    start_ = read_checkpoint(path, config_, *s_.backend, *s_.optimizer);
-    result_.epochs = start_.epochs;
-    watcher_.restore(start_.early_stopping, start_.best_weights);
-    s_.scaler.restore(start_.scaler);
-    global_step_ = start_.global_step;
-    spdlog::info("resumed from {}: epoch {}, step {} (optimizer step {})", path.string(),
-                 start_.epoch + 1, start_.steps_done, global_step_);
-  }
-
-  void init_from(const std::filesystem::path& path) {
-    copy_into_parameters(*s_.backend, read_model_file(path, s_.parameter_specs));
-    spdlog::info("initial weights from {}", path.string());
+  // Where the run begins: rank 0's checkpoint to resume, or else its weights to start from, each
+  // read by every rank after checking that they all hold its bytes (train/start_file.h).
+  void begin(const Start& start) {
+    if (const auto checkpoint =
+            agree_on_start_file(*s_.backend, "resume", start.resume, "the checkpoint to resume")) {
+      resume_from(*checkpoint);
+    } else if (const auto weights = agree_on_start_file(*s_.backend, "init", start.init_from,
+                                                        "the weights to start from")) {
+      copy_into_parameters(*s_.backend,
+                           read_model_file(weights->path, weights->file, s_.parameter_specs));
+      spdlog::info("initial weights from {}", weights->path.string());
+    }
   }
 
   TrainResult run() {
-    if (writer_) metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
+    if (writer_) write_run_files();
     for (int64_t epoch = start_.epoch; epoch < config_.train.epochs && !steps_used_up(); ++epoch) {
-      const bool rest_of_epoch = epoch == start_.epoch && start_.steps_done > 0;
+      const bool rest_of_epoch = epoch == start_.epoch && start_.batches_done > 0;
       const EpochPlan plan{
           epoch,
           config_.train.epochs,
@@ -301,15 +293,41 @@ class RunLoop {
   }
 
  private:
+  // The run's first files, once it can start (a start that fails leaves its folder as it was).
+  void write_run_files() {
+    // What a killed run left half-written is of no use to this one.
+    for (const auto& dir : {output_dir_, checkpoint_dir(config_, output_dir_, run_id_)}) {
+      if (const int removed = core::remove_stale_temporaries(dir)) {
+        spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
+                     dir.string());
+      }
+    }
+    write_run_file(output_dir_, run_id_);
+    core::write_file_atomic(output_dir_ / "config.json", config::to_json(config_).dump(2) + "\n");
+    metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
+  }
+
+  void resume_from(const StartFile& checkpoint) {
+    start_ = read_checkpoint(checkpoint.path, checkpoint.file, config_, *s_.backend, *s_.optimizer);
+    start_.run_id = run_id_;  // the folder's, which its checkpoints from now on carry
+    result_.epochs = start_.epochs;
+    watcher_.restore(start_.early_stopping, start_.best_weights);
+    s_.scaler.restore(start_.scaler);
+    global_step_ = start_.global_step;
+    spdlog::info("resumed from {}: epoch {}, batch {} (optimizer step {})",
+                 checkpoint.path.string(), start_.epoch + 1, start_.batches_done, global_step_);
+  }
+
   // train.max_steps optimizer steps taken: the run ends after this epoch's evaluation.
   bool steps_used_up() const {
     return config_.train.max_steps > 0 && global_step_ >= config_.train.max_steps;
   }
 
-  Progress progress(int64_t epoch, int64_t steps_done, const TrainingSums& partial) const {
+  Progress progress(int64_t epoch, int64_t batches_done, const TrainingSums& partial) const {
     Progress p;
+    p.run_id = run_id_;
     p.epoch = epoch;
-    p.steps_done = steps_done;
+    p.batches_done = batches_done;
     p.global_step = global_step_;
     p.partial = partial;
     p.epochs = result_.epochs;
@@ -323,15 +341,15 @@ class RunLoop {
   // checkpoint holds them (a collective: every rank comes here after the same steps).
   void checkpoint_within(int64_t epoch, const EpochOutcome& so_far, const DeviceSums& sums,
                          double seconds) {
-    const int64_t steps_done = so_far.m.steps;
+    const int64_t batches_done = so_far.m.batches;
     checkpoints_.within_epoch(
-        epoch, steps_done, global_step_,
+        epoch, batches_done, global_step_,
         [&] {
           EpochOutcome snapshot = so_far;
           snapshot.preempted = true;  // sums, not means
           snapshot.sums.train_sec += seconds;
           reduce_epoch(*s_.backend, sums, snapshot);
-          return progress(epoch, steps_done, snapshot.sums);
+          return progress(epoch, batches_done, snapshot.sums);
         },
         *s_.backend, *s_.optimizer);
   }
@@ -339,8 +357,8 @@ class RunLoop {
   [[noreturn]] void stop_for_preemption(int64_t epoch, const EpochOutcome& outcome) {
     const EpochMetrics& m = outcome.m;
     const auto path =
-        checkpoints_.save(checkpoint_name(epoch, m.steps), progress(epoch, m.steps, outcome.sums),
-                          *s_.backend, *s_.optimizer);
+        checkpoints_.save(checkpoint_name(epoch, m.batches),
+                          progress(epoch, m.batches, outcome.sums), *s_.backend, *s_.optimizer);
     // No rank exits before rank 0 has written it: a launcher may stop the rest when one exits
     // (srun --kill-on-bad-exit).
     std::vector<double> barrier = {0};
@@ -389,6 +407,7 @@ class RunLoop {
   EarlyStopWatch watcher_;
   Checkpointer checkpoints_;
   LiveProgress live_;
+  const std::string run_id_;
   int64_t global_step_ = 0;  // optimizer steps taken since the run began
   Progress start_;
   TrainResult result_;
@@ -399,13 +418,9 @@ class RunLoop {
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
                   std::ostream& console, const dist::RankInfo& rank, const Start& start) {
-  RunLoop loop(config, output_dir, console, rank);
+  RunLoop loop(config, output_dir, console, rank, start.run_id);
   // A checkpoint holds the weights too: a requeued job that began from --init-from resumes.
-  if (start.resume) {
-    loop.resume_from(*start.resume);
-  } else if (start.init_from) {
-    loop.init_from(*start.init_from);
-  }
+  loop.begin(start);
   return loop.run();
 }
 

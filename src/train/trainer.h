@@ -20,8 +20,10 @@ struct TrainResult {
 };
 
 // Where a run begins: a checkpoint to resume, or else weights to start from (a state_dict or a
-// checkpoint's parameters) instead of the seeded initialisation.
+// checkpoint's parameters) instead of the seeded initialisation. Rank 0 chooses: the other ranks'
+// choices are not read, and every rank checks it holds rank 0's file (train/start_file.h).
 struct Start {
+  std::string run_id;  // the output folder's run (train/run_dir.h), written into its checkpoints
   std::optional<std::filesystem::path> resume;
   std::optional<std::filesystem::path> init_from;
 };

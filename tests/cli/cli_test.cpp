@@ -147,13 +147,13 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
                      "data.batch_size=2", "--set", "data.num_workers=2", "--set", "train.epochs=50",
                      "--set", "parallel.devices=cpu", "--set", "runtime.threads=1", "--set",
                      "log.every_steps=1", "--output", out.string()});
-  REQUIRE(run.wait_for_stderr("epoch 1 step 5/2000", 60));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 5/2000", 60));
   run.signal(SIGINT);
   const auto result = run.finish(10);
   CHECK(result.status == 130);
   CHECK_THAT(result.err, Catch::Matchers::Matches(
                              R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
-                             R"(after step \d+ of 2000(.|\n)*)"));
+                             R"(after batch \d+ of 2000(.|\n)*)"));
   CHECK(std::filesystem::exists(out / "config.json"));
   CHECK_FALSE(std::filesystem::exists(out / "summary.json"));
 }

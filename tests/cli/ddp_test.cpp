@@ -8,6 +8,8 @@
 
 #include "core/fs.h"
 #include "dist/communicator.h"
+#include "model/lenet.h"
+#include "model/state_dict.h"
 #include "support/fixtures.h"
 #include "support/runs.h"
 #include "support/skip.h"
@@ -164,7 +166,7 @@ TEST_CASE("a local rank killed mid-training stops the job, naming the rank, no o
   DdpData data;
   TempDir dir;
   BackgroundRun run(long_local_job(data, dir / "out"));
-  REQUIRE(run.wait_for_stderr("epoch 1 step 3/10", 60));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 3/10", 60));
   const int rank0 = pid_of_rank(run.stderr_text(), 0);
   const int rank1 = pid_of_rank(run.stderr_text(), 1);
   ::kill(rank1, SIGKILL);
@@ -188,7 +190,7 @@ TEST_CASE("under torchrun, a rank whose peer died fails within the timeout, nami
                                  dir / "out");
   BackgroundRun rank0(args, torchrun_env(0, 2, port));
   BackgroundRun rank1(args, torchrun_env(1, 2, port));
-  REQUIRE(rank0.wait_for_stderr("epoch 1 step 3/10", 60));
+  REQUIRE(rank0.wait_for_stderr("epoch 1 batch 3/10", 60));
   rank1.signal(SIGKILL);
   const auto result = rank0.finish(25);
   INFO(result.err);
@@ -214,7 +216,7 @@ TEST_CASE(
   };
   SECTION("dptrain's launcher") {
     BackgroundRun run(long_local_job(data, dir / "out"));
-    REQUIRE(run.wait_for_stderr("epoch 1 step 2/", 60));
+    REQUIRE(run.wait_for_stderr("epoch 1 batch 2/", 60));
     std::vector<int> pids = started_rank_pids(run.stderr_text());
     REQUIRE(pids.size() == 2);
     pids.push_back(run.pid());
@@ -230,11 +232,63 @@ TEST_CASE(
         1000, {"--set", "parallel.backend=ddp", "--set", "log.every_steps=1"}, dir / "torchrun");
     BackgroundRun rank0(job, torchrun_env(0, 2, port));
     BackgroundRun rank1(job, torchrun_env(1, 2, port));
-    REQUIRE(rank0.wait_for_stderr("epoch 1 step 2/", 60));
+    REQUIRE(rank0.wait_for_stderr("epoch 1 batch 2/", 60));
     const std::vector<std::string> addresses = listeners({rank0.pid(), rank1.pid()});
     for (const auto& a : addresses) INFO(a);
     CHECK_FALSE(addresses.empty());
     for (const auto& a : addresses) CHECK(is_loopback(a));
+  }
+}
+
+TEST_CASE(
+    "ranks that do not hold rank 0's file at its path stop, naming the rank: another file there, "
+    "or none",
+    "[cli][ddp]") {
+  if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give rank 1 a mount namespace of its own");
+  DdpData data;
+  TempDir dir;
+  std::filesystem::create_directories(dir / "models");
+  const auto init = dir / "models" / "init.pt";
+  // Two LeNets of different seeded weights, as Python's torch.save(net.state_dict()) keeps them.
+  const auto save_lenet = [](uint64_t seed, const std::filesystem::path& path) {
+    torch::manual_seed(seed);
+    dptrain::model::LeNet net;
+    dptrain::model::StateDict dict;
+    for (const auto& p : net->named_parameters()) dict.emplace_back(p.key(), p.value().detach());
+    dptrain::model::save_state_dict(path, dict);
+  };
+  save_lenet(1, init);
+  save_lenet(2, dir / "other.pt");
+  // Rank 1 runs as on a machine of its own: in a mount namespace where `init` is another file,
+  // or where its folder is empty.
+  for (const std::string& rank1_sees :
+       {"mount --bind " + (dir / "other.pt").string() + " " + init.string(),
+        "mount -t tmpfs none " + (dir / "models").string()}) {
+    INFO(rank1_sees);
+    const int port = free_port();
+    const auto job = data.command(
+        1, {"--set", "parallel.backend=ddp", "--init-from", init.string()}, dir / "out");
+    BackgroundRun rank0(job, torchrun_env(0, 2, port));
+    const auto rank1 =
+        run_program("/usr/bin/unshare",
+                    shell_words({"-m", "sh", "-c",
+                                 rank1_sees + " && exec " + std::string(DPTRAIN_BINARY) + " " +
+                                     shell_words(job)}),
+                    {}, torchrun_env(1, 2, port));
+    const auto first = rank0.finish(60);
+    INFO(rank1.err);
+    INFO(first.err);
+    CHECK(rank1.status == 5);
+    CHECK(first.status == 5);
+    const std::string expected =
+        rank1_sees.rfind("mount --bind", 0) == 0
+            ? "rank 1 holds another " + init.string() +
+                  " than rank 0 (the weights to start from; their SHA-256s differ)"
+            : "rank 1 cannot read the weights to start from that rank 0 chose: " + init.string() +
+                  ": cannot open for reading: No such file or directory";
+    CHECK_THAT(first.err, ContainsSubstring(expected));
+    CHECK_THAT(rank1.err, ContainsSubstring(expected));
+    CHECK_FALSE(std::filesystem::exists(dir / "out"));  // a start that fails leaves no folder
   }
 }
 
@@ -318,7 +372,7 @@ TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][d
   DdpData data;
   TempDir dir;
   BackgroundRun run(long_local_job(data, dir / "out"));
-  REQUIRE(run.wait_for_stderr("epoch 1 step 3/10", 60));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 3/10", 60));
   run.signal(SIGINT);
   const auto result = run.finish(30);
   CHECK(result.status == 130);

@@ -69,7 +69,7 @@ TEST_CASE(
   const int port = free_port();
   BackgroundRun node0(node(dir, 0, port, dir / "run"), kSecret);
   BackgroundRun node1(node(dir, 1, port, dir / "run1"), kSecret);
-  REQUIRE(node0.wait_for_stderr("epoch 1 step 3/10", 90));
+  REQUIRE(node0.wait_for_stderr("epoch 1 batch 3/10", 90));
   const std::vector<int> pids1 = started_rank_pids(node1.stderr_text());
   REQUIRE(pids1.size() == 2);
   const auto killed = std::chrono::steady_clock::now();

@@ -70,7 +70,7 @@ TEST_CASE(
     args.insert(args.end(), {"--max-restarts", "2"});
     BackgroundRun run(args);
     const int victim = pid_of_rank(run, c.world - 1, 1);
-    REQUIRE(run.wait_for_stderr("epoch 1 step 12/100", 60));
+    REQUIRE(run.wait_for_stderr("epoch 1 batch 12/100", 60));
     ::kill(victim, c.signal);
     const auto result = run.finish(180);
     INFO(result.err);
@@ -97,7 +97,7 @@ TEST_CASE("a second kill with --max-restarts 1 ends the job with its status, nam
   args.insert(args.end(), {"--max-restarts", "1"});
   BackgroundRun run(args);
   const int first = pid_of_rank(run, 1, 1);
-  REQUIRE(run.wait_for_stderr("epoch 1 step 7/100", 60));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 7/100", 60));
   ::kill(first, SIGKILL);
   const int second = pid_of_rank(run, 1, 2);
   REQUIRE(run.wait_for_stderr("restart 1", 60));
@@ -144,6 +144,32 @@ TEST_CASE("restarts need the run's folder and one machine", "[cli][restart]") {
   CHECK_THAT(nodes.err, ContainsSubstring("restarts (--max-restarts, parallel.max_restarts) are "
                                           "for one machine: with --nnodes 2"));
   CHECK_THAT(nodes.err, ContainsSubstring("torchrun --max_restarts, or SLURM's requeue"));
+  // Restarts resume from checkpoints: a run that writes none would start over each time.
+  const auto none = run_dptrain(
+      "train --set parallel.backend=ddp --set 'parallel.devices=[\"cpu\",\"cpu\"]' --output "
+      "/nonexistent/x --max-restarts 1 --set checkpoint.every_epochs=0");
+  CHECK(none.status == 3);
+  CHECK_THAT(none.err, ContainsSubstring("checkpoint.every_epochs and checkpoint.every_steps are "
+                                         "both 0: every restart would start over from the first "
+                                         "epoch"));
+  // --max-restarts where no launcher of dptrain's starts ranks, and evaluate, which ignores the
+  // key in the run's config.
+  const auto single = run_dptrain("train --set parallel.devices=cpu --max-restarts 1");
+  CHECK(single.status == 2);
+  CHECK_THAT(single.err, ContainsSubstring("--max-restarts restarts the ranks that dptrain's "
+                                           "launcher starts, and this run has no ranks to launch"));
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 60, 30);
+  const std::string ddp_run =
+      "--set data.dir=" + (dir / "data").string() +
+      " --set data.batch_size=30 --set train.epochs=1 --set runtime.threads=1"
+      " --set parallel.backend=ddp --set 'parallel.devices=[\"cpu\",\"cpu\"]'"
+      " --set parallel.max_restarts=2";
+  REQUIRE(run_dptrain("train " + ddp_run + " --output " + (dir / "run").string()).status == 0);
+  const auto evaluated = run_dptrain("evaluate --model " + (dir / "run" / "model.pt").string() +
+                                     " --config " + (dir / "run" / "config.json").string());
+  INFO(evaluated.err);
+  CHECK(evaluated.status == 0);
 }
 
 TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s, not the timeout",
@@ -155,7 +181,7 @@ TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s,
   args.insert(args.end(), {"--set", "parallel.timeout_s=120", "--max-restarts", "2"});
   BackgroundRun run(args);
   const int stuck = pid_of_rank(run, 1, 1);
-  REQUIRE(run.wait_for_stderr("epoch 1 step 7/100", 60));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 7/100", 60));
   ::kill(stuck, SIGSTOP);  // rank 0 now waits for it in its next all-reduce
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const auto noticed = std::chrono::steady_clock::now();

@@ -77,7 +77,7 @@ TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "
     auto args = job(dir, c.backend, cut);
     args.insert(args.end(), {"--set", "log.every_steps=1"});
     BackgroundRun run(args);
-    REQUIRE(run.wait_for_stderr("epoch 1 step 5/100", 60));
+    REQUIRE(run.wait_for_stderr("epoch 1 batch 5/100", 60));
     run.signal(c.signal);
     const auto stopped = run.finish(60);
     INFO(stopped.err);
@@ -88,7 +88,7 @@ TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "
                                                   "/checkpoints/epoch-000"));
     bool mid_epoch = false;
     for (const auto& e : std::filesystem::directory_iterator(cut / "checkpoints")) {
-      mid_epoch |= e.path().filename().string().find("-step-") != std::string::npos;
+      mid_epoch |= e.path().filename().string().find("-batch-") != std::string::npos;
     }
     CHECK(mid_epoch);
 
@@ -144,7 +144,7 @@ TEST_CASE("Adam with a warmed-up cosine schedule and accumulation resumes mid-ep
     auto args = job(dir, placement, cut);
     args.insert(args.end(), {"--set", "log.every_steps=1"});
     BackgroundRun run(args);
-    REQUIRE(run.wait_for_stderr("epoch 1 step 10/100", 60));
+    REQUIRE(run.wait_for_stderr("epoch 1 batch 10/100", 60));
     run.signal(SIGTERM);
     const auto stopped = run.finish(60);
     INFO(stopped.err);
@@ -194,11 +194,11 @@ TEST_CASE("checkpoint.every_steps checkpoints within epochs, and each resumes ex
     }
     std::sort(names.begin(), names.end());
     CHECK(names ==
-          std::vector<std::string>{"epoch-0000-step-000005.pt", "epoch-0000-step-000010.pt",
-                                   "epoch-0000-step-000015.pt", "epoch-0001-step-000005.pt",
-                                   "epoch-0001-step-000010.pt", "epoch-0001-step-000015.pt",
+          std::vector<std::string>{"epoch-0000-batch-000005.pt", "epoch-0000-batch-000010.pt",
+                                   "epoch-0000-batch-000015.pt", "epoch-0001-batch-000005.pt",
+                                   "epoch-0001-batch-000010.pt", "epoch-0001-batch-000015.pt",
                                    "epoch-0001.pt", "epoch-0002.pt"});
-    for (const std::string from : {"epoch-0000-step-000015.pt", "epoch-0001-step-000005.pt"}) {
+    for (const std::string from : {"epoch-0000-batch-000015.pt", "epoch-0001-batch-000005.pt"}) {
       INFO("resumed from " << from);
       const auto again = dir / (backend + "-from-" + from);
       auto resume = job(dir, options, again);
@@ -216,4 +216,22 @@ TEST_CASE("checkpoint.every_steps checkpoints within epochs, and each resumes ex
       CHECK(epochs[1].at("train_samples") == 600);
     }
   }
+}
+
+TEST_CASE("resuming a cosine run with more epochs says that the schedule now spans the longer run",
+          "[cli][resume][optim]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  const std::vector<std::string> cosine = {
+      "--set", "parallel.devices=cpu", "--set", "scheduler.name=cosine", "--set", "train.epochs=1"};
+  const auto out = dir / "run";
+  REQUIRE(run_dptrain(shell_words(job(dir, cosine, out))).status == 0);
+  auto longer = job(dir, cosine, out);
+  longer.insert(longer.end(), {"--set", "train.epochs=2", "--resume", "auto"});
+  const auto r = run_dptrain(shell_words(longer));
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, ContainsSubstring("train.epochs was 1 and is now 2, and the cosine schedule "
+                                      "spans the whole run: the learning rate follows the new "
+                                      "length from here"));
 }

@@ -64,10 +64,10 @@ TEST_CASE("train.max_steps ends the run after that many optimizer steps, mid-epo
                                            "micro-batch, 3 micro-batches accumulated)"));
   const auto epochs = metrics_of(out);
   REQUIRE(epochs.size() == 2);
-  CHECK(epochs[0].at("steps") == 20);
+  CHECK(epochs[0].at("batches") == 20);
   CHECK(epochs[0].at("global_step") == 7);
   CHECK(epochs[0].at("train_samples") == 600);
-  CHECK(epochs[1].at("steps") == 6);
+  CHECK(epochs[1].at("batches") == 6);
   CHECK(epochs[1].at("global_step") == 9);
   CHECK(epochs[1].at("train_samples") == 180);
   CHECK(epochs[1].at("lr") == 0.2);
@@ -85,7 +85,7 @@ TEST_CASE("the live progress line shows on a terminal, never in a pipe, and chan
   REQUIRE(piped.status == 0);
   CHECK(piped.out.find('\r') == std::string::npos);
   CHECK(piped.out.find("\x1b[") == std::string::npos);
-  CHECK(piped.out.find("step 1/20") == std::string::npos);
+  CHECK(piped.out.find("batch 1/20") == std::string::npos);
 
   // script(1) gives the run a pseudo-terminal; its log (stderr) goes to a file.
   const auto tty_dir = run.dir / "tty";
@@ -94,7 +94,7 @@ TEST_CASE("the live progress line shows on a terminal, never in a pipe, and chan
   const auto terminal = run_program("/usr/bin/script", "-qefc '" + command + "' /dev/null");
   INFO(terminal.out);
   REQUIRE(terminal.status == 0);
-  CHECK_THAT(terminal.out, ContainsSubstring("\r\x1b[2Kepoch 1/2  step 1/20  ") &&
+  CHECK_THAT(terminal.out, ContainsSubstring("\r\x1b[2Kepoch 1/2  batch 1/20  ") &&
                                ContainsSubstring(" lr 0.2  "));
   // Erased before each epoch's line, which then stands alone.
   CHECK_THAT(terminal.out, ContainsSubstring("\r\x1b[2Kepoch 1/2  train loss "));
@@ -114,11 +114,11 @@ TEST_CASE("log.progress on draws the line in a pipe too, and off never", "[cli][
   SmallRun run;
   const auto on = run_dptrain(run.args(run.dir / "on") + " --set log.progress=on");
   REQUIRE(on.status == 0);
-  CHECK_THAT(on.out, ContainsSubstring("\r\x1b[2Kepoch 1/2  step 1/20  "));
+  CHECK_THAT(on.out, ContainsSubstring("\r\x1b[2Kepoch 1/2  batch 1/20  "));
   const std::string command = std::string(DPTRAIN_BINARY) + " " + run.args(run.dir / "off") +
                               " --set log.progress=off 2>" + (run.dir / "log").string();
   const auto off = run_program("/usr/bin/script", "-qefc '" + command + "' /dev/null");
   REQUIRE(off.status == 0);
   CHECK(off.out.find("\x1b[") == std::string::npos);
-  CHECK(off.out.find("step 1/20") == std::string::npos);
+  CHECK(off.out.find("batch 1/20") == std::string::npos);
 }

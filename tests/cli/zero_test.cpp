@@ -52,7 +52,7 @@ std::vector<std::string> ddp(int ranks, int stage) {
 std::filesystem::path only_step_checkpoint(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> found;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().filename().string().find("-step-") != std::string::npos) found.push_back(e);
+    if (e.path().filename().string().find("-batch-") != std::string::npos) found.push_back(e);
   }
   REQUIRE(found.size() == 1);
   return found[0];
@@ -76,11 +76,11 @@ TEST_CASE("a stage-2 checkpoint of 2 ranks resumes under stage 0 on 3 ranks and 
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
 
-  // Stage 2 on 2 ranks, stopped mid-epoch by a preemption notice.
-  std::vector<std::string> stage2 = ddp(2, 2);
-  stage2.insert(stage2.end(), {"--set", "log.every_steps=1"});
-  BackgroundRun run(job(dir, dir / "stage2", stage2));
-  REQUIRE(run.wait_for_stderr("epoch 1 step 8/50", 60));
+  // Stage 2 on 2 ranks, stopped mid-epoch by a preemption notice. Sent as the ranks start (the
+  // launcher holds it until they can act on it), it is acted on at their first vote, step 16:
+  // sent later, it could land after the last vote and let the run finish.
+  BackgroundRun run(job(dir, dir / "stage2", ddp(2, 2)));
+  REQUIRE(run.wait_for_stderr("ddp: rank 1 started", 60));
   run.signal(SIGTERM);
   const auto stopped = run.finish(60);
   INFO(stopped.err);
@@ -106,6 +106,33 @@ TEST_CASE("a stage-2 checkpoint of 2 ranks resumes under stage 0 on 3 ranks and 
   const std::vector<std::string> single = {"--set", "parallel.devices=cpu"};
   CHECK(max_relative_difference(resume(dir, "from-stage2-single", cut, single),
                                 resume(dir, "from-stage0-single", same_step, single)) == 0);
+}
+
+TEST_CASE(
+    "a resumed run takes the optimizer's options from its config under stage 0 and ZeRO alike",
+    "[cli][zero][resume]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 90);
+  std::vector<std::string> stage0 = ddp(2, 0);
+  stage0.insert(stage0.end(),
+                {"--set", "checkpoint.every_steps=20", "--set", "checkpoint.keep_last=0"});
+  const auto whole = run_dptrain(shell_words(job(dir, dir / "whole", stage0)));
+  INFO(whole.err);
+  REQUIRE(whole.status == 0);
+  const auto checkpoint = dir / "whole" / "checkpoints" / "epoch-0000-batch-000020.pt";
+  REQUIRE(std::filesystem::exists(checkpoint));
+  // Other betas and weight decay than the checkpoint's run had: stage 0 took the checkpoint's
+  // options and ZeRO's shard optimizer the config's, so the two went different ways.
+  const std::vector<std::string> changed = {"--set", "optimizer.betas=[0.8,0.99]", "--set",
+                                            "optimizer.weight_decay=0.01"};
+  std::vector<std::string> zero0 = ddp(2, 0), zero1 = ddp(2, 1);
+  zero0.insert(zero0.end(), changed.begin(), changed.end());
+  zero1.insert(zero1.end(), changed.begin(), changed.end());
+  const auto stage0_changed = resume(dir, "stage0-changed", checkpoint, zero0);
+  CHECK(max_relative_difference(resume(dir, "stage1-changed", checkpoint, zero1), stage0_changed) ==
+        0);
+  CHECK(max_relative_difference(resume(dir, "stage0-same", checkpoint, ddp(2, 0)),
+                                stage0_changed) > 0);  // the options did change the steps
 }
 
 TEST_CASE("metrics.jsonl gives each ZeRO rank's optimizer-state and gradient bytes",

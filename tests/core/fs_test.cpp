@@ -1,5 +1,6 @@
 #include "support/catch.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -70,4 +71,24 @@ TEST_CASE("a folder of another user is refused for output", "[core][security]") 
   REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
   CHECK_THROWS_WITH(dptrain::core::ensure_own_folder(theirs, "the output folder"),
                     theirs.string() + ": the output folder belongs to another user (uid 65534)");
+}
+
+TEST_CASE("the temporary files of a writer that was killed are removed, a live writer's kept",
+          "[core]") {
+  TempDir dir;
+  // A process that has ended: its pid is free (until the system hands it out again).
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string gone = std::to_string(dead);
+  const std::string alive = std::to_string(::getppid());
+  for (const std::string& name :
+       {"epoch-0002.pt.tmp." + gone + ".0123456789abcdef", "metrics.jsonl.tmp." + gone,
+        "epoch-0003.pt.tmp." + alive + ".fedcba9876543210", std::string("notes.tmp.txt")}) {
+    dptrain::testing::write_text(dir / name, "x");
+  }
+  CHECK(dptrain::core::remove_stale_temporaries(dir.path()) == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / ("epoch-0002.pt.tmp." + gone + ".0123456789abcdef")));
+  CHECK(std::filesystem::exists(dir / ("epoch-0003.pt.tmp." + alive + ".fedcba9876543210")));
+  CHECK(std::filesystem::exists(dir / "notes.tmp.txt"));
 }

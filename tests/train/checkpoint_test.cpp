@@ -61,7 +61,7 @@ bool same_parameters(parallel::Backend& a, parallel::Backend& b) {
 train::Progress some_progress() {
   train::Progress p;
   p.epoch = 2;
-  p.steps_done = 5;
+  p.batches_done = 5;
   p.partial.loss = 11.5;
   p.partial.correct = 31;
   p.partial.samples = 40;
@@ -129,22 +129,28 @@ void touch(const std::filesystem::path& path) {
 TEST_CASE("checkpoint names sort as training goes, the newest is resumed and old ones pruned",
           "[train][checkpoint]") {
   CHECK(train::checkpoint_name(3, 0) == "epoch-0003.pt");
-  CHECK(train::checkpoint_name(3, 17) == "epoch-0003-step-000017.pt");
+  CHECK(train::checkpoint_name(3, 17) == "epoch-0003-batch-000017.pt");
   TempDir dir;
-  for (const char* name : {"epoch-0002.pt", "epoch-0003.pt", "epoch-0003-step-000017.pt",
-                           "epoch-0001-step-000090.pt", "best.pt", "epoch-0004.pt.tmp.123"}) {
+  for (const char* name : {"epoch-0002.pt", "epoch-0003.pt", "epoch-0003-batch-000017.pt",
+                           "epoch-0001-batch-000090.pt", "best.pt", "epoch-0004.pt.tmp.123"}) {
     touch(dir / name);
   }
-  CHECK(train::latest_checkpoint(dir.path()) == dir / "epoch-0003-step-000017.pt");
+  CHECK(train::latest_checkpoint(dir.path()) == dir / "epoch-0003-batch-000017.pt");
   train::prune_checkpoints(dir.path(), 2);
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     left.push_back(e.path().filename().string());
   }
   std::sort(left.begin(), left.end());
-  CHECK(left == std::vector<std::string>{"best.pt", "epoch-0003-step-000017.pt", "epoch-0003.pt",
+  CHECK(left == std::vector<std::string>{"best.pt", "epoch-0003-batch-000017.pt", "epoch-0003.pt",
                                          "epoch-0004.pt.tmp.123"});
   CHECK_FALSE(train::latest_checkpoint(dir / "none").has_value());
+  // A name whose number no run reaches is no checkpoint of ours: std::stoll threw on it.
+  touch(dir / "epoch-99999999999999999999.pt");
+  touch(dir / "epoch-0001-batch-99999999999999999999.pt");
+  CHECK(train::latest_checkpoint(dir.path()) == dir / "epoch-0003-batch-000017.pt");
+  CHECK_NOTHROW(train::prune_checkpoints(dir.path(), 1));
+  CHECK(std::filesystem::exists(dir / "epoch-99999999999999999999.pt"));
 }
 
 TEST_CASE("a checkpoint restores parameters, optimizer state and progress", "[train][checkpoint]") {
@@ -161,7 +167,7 @@ TEST_CASE("a checkpoint restores parameters, optimizer state and progress", "[tr
       train::read_checkpoint(dir / "c.pt", config, resumed.backend, resumed.sgd);
   CHECK(same_parameters(original.backend, resumed.backend));
   CHECK(p.epoch == 2);
-  CHECK(p.steps_done == 5);
+  CHECK(p.batches_done == 5);
   CHECK(p.partial.loss == 11.5);
   CHECK(p.partial.correct == 31);
   CHECK(p.partial.samples == 40);
@@ -294,7 +300,7 @@ TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (f
       if (name == "version") continue;  // the writer adds its own
       std::string bytes(reader.record(name));
       if (name == "data.pkl") {
-        const size_t text = bytes.find("{\"config\"");
+        const size_t text = bytes.find("{\"batches_done\"");
         REQUIRE(text != std::string::npos);
         REQUIRE(bytes[text - 5] == 'X');
         bytes.replace(text - 4, 4, std::string("\xfe\xff\xff\xff", 4));
@@ -318,9 +324,9 @@ TEST_CASE("a checkpoint with one byte changed is refused by its checksums (found
   whole_checkpoint(dir);
   Trainee lenet(1);
   std::string bytes = core::read_text_file(dir / "whole.pt");
-  const size_t text = bytes.find("{\"config\"");
+  const size_t text = bytes.find("{\"batches_done\"");
   REQUIRE(text != std::string::npos);
-  bytes[text + 2] = 'k';  // "konfig"
+  bytes[text + 2] = 'c';  // "catches_done"
   core::write_file_atomic(dir / "flipped.pt", bytes);
   CHECK_THAT(refusal(dir / "flipped.pt", lenet),
              ContainsSubstring("flipped.pt: not a readable dptrain checkpoint: a "

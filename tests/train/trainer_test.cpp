@@ -29,7 +29,7 @@ std::vector<double> figures(const train::EpochMetrics& m) {
           m.test_loss,
           m.test_acc,
           static_cast<double>(m.train_samples),
-          static_cast<double>(m.steps)};
+          static_cast<double>(m.batches)};
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ TEST_CASE("the same seed gives identical metrics, another seed different ones", 
     CHECK(figures(a[e]) != figures(c[e]));
   }
   CHECK(a[0].train_samples == 15 * 256);
-  CHECK(a[0].steps == 15);
+  CHECK(a[0].batches == 15);
 }
 
 TEST_CASE("workers and data placement do not change what a run computes", "[train]") {

@@ -1,0 +1,119 @@
+// Runs keep to their own checkpoints: --overwrite leaves nothing of the earlier run that a resume
+// could pick up, a resume never takes another run's checkpoint, and runs that share a
+// checkpoint.dir never prune or resume each other's.
+#include "support/catch.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+#include "support/runs.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+// 400 images in batches of 40: 10 steps an epoch; a checkpoint after every epoch, two kept.
+std::vector<std::string> job(const TempDir& dir, int epochs, const std::string& lr,
+                             const std::filesystem::path& out) {
+  std::vector<std::string> args = {"train", "--output", out.string()};
+  for (const std::string& setting :
+       {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=40"),
+        "train.epochs=" + std::to_string(epochs), "optimizer.lr=" + lr,
+        std::string("runtime.threads=1"), std::string("parallel.devices=cpu"),
+        std::string("checkpoint.keep_last=2")}) {
+    args.insert(args.end(), {"--set", setting});
+  }
+  return args;
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string run_id(const std::filesystem::path& run) {
+  return nlohmann::json::parse(dptrain::core::read_text_file(run / "run.json")).at("run_id");
+}
+
+std::vector<std::string> files_in(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ProcessResult succeed(const std::vector<std::string>& args) {
+  const auto r = run_dptrain(shell_words(args));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("overwriting a run leaves nothing of it that a resume could pick up",
+          "[cli][resume][runs]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  const auto run = dir / "run";
+  succeed(job(dir, 3, "0.1", run));
+  const std::string first = run_id(run);
+  CHECK(files_in(run / "checkpoints") ==
+        std::vector<std::string>{"epoch-0002.pt", "epoch-0003.pt"});
+
+  // One epoch at another rate, over it: the new epoch-0001.pt was pruned at once by name, and
+  // the old epoch-0003.pt resumed.
+  succeed(with(job(dir, 1, "0.05", run), {"--overwrite"}));
+  CHECK(run_id(run) != first);
+  CHECK(files_in(run / "checkpoints") == std::vector<std::string>{"epoch-0001.pt"});
+  CHECK(metrics_of(run).size() == 1);
+
+  const auto resumed = succeed(with(job(dir, 2, "0.05", run), {"--resume", "auto"}));
+  CHECK_THAT(resumed.err, ContainsSubstring("resumed from " + (run / "checkpoints").string() +
+                                            "/epoch-0001.pt: epoch 2"));
+  CHECK(metrics_of(run).size() == 2);
+  // --overwrite beside --resume (a restart's or requeue's command line keeps it) removes nothing.
+  succeed(with(job(dir, 3, "0.05", run), {"--overwrite", "--resume", "auto"}));
+  CHECK(metrics_of(run).size() == 3);
+  CHECK(files_in(run / "checkpoints") ==
+        std::vector<std::string>{"epoch-0002.pt", "epoch-0003.pt"});
+}
+
+TEST_CASE("resuming never takes another run's checkpoint", "[cli][resume][runs]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  succeed(job(dir, 1, "0.1", dir / "a"));
+  succeed(job(dir, 1, "0.1", dir / "b"));
+  // Run a's checkpoint, copied among run b's as if newer.
+  const auto planted = dir / "b" / "checkpoints" / "epoch-0005.pt";
+  std::filesystem::copy_file(dir / "a" / "checkpoints" / "epoch-0001.pt", planted);
+  const auto r =
+      run_dptrain(shell_words(with(job(dir, 6, "0.1", dir / "b"), {"--resume", "auto"})));
+  CHECK(r.status == 5);
+  CHECK_THAT(r.err, ContainsSubstring(planted.string() + ": a checkpoint of run " +
+                                      run_id(dir / "a") + ", not of run " + run_id(dir / "b")));
+  CHECK_THAT(r.err, ContainsSubstring("hint: remove it, or resume it by name"));
+}
+
+TEST_CASE("runs that share a checkpoint.dir keep their checkpoints apart", "[cli][runs]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  const auto shared = dir / "shared";
+  const std::vector<std::string> in_shared = {"--set", "checkpoint.dir=" + shared.string()};
+  succeed(with(job(dir, 3, "0.1", dir / "a"), in_shared));
+  succeed(with(job(dir, 3, "0.1", dir / "b"), in_shared));
+  // Each run keeps its last two in a folder of its own id: b's pruning left a's alone.
+  for (const char* run : {"a", "b"}) {
+    INFO(run);
+    CHECK(files_in(shared / run_id(dir / run)) ==
+          std::vector<std::string>{"epoch-0002.pt", "epoch-0003.pt"});
+  }
+  const auto resumed =
+      succeed(with(with(job(dir, 4, "0.1", dir / "a"), in_shared), {"--resume", "auto"}));
+  CHECK_THAT(resumed.err,
+             ContainsSubstring("resumed from " + (shared / run_id(dir / "a")).string() +
+                               "/epoch-0003.pt"));
+}
