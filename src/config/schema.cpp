@@ -260,11 +260,11 @@ std::vector<KeySpec> train_and_parallel_keys() {
              "ddp: gradient bucket size in MiB, as DDP's `bucket_cap_mb`"),
       number(KEY(parallel.timeout_s), {0, false, std::nullopt, "the default is 600 (seconds)"},
              "ddp: how long a rank waits for the others (rendezvous, each collective)"),
-      integer(
-          KEY(parallel.max_restarts), 0,
-          "ddp under dptrain's launcher: when a rank fails or hangs, every rank starts again "
-          "from the newest checkpoint, up to N times; see [Restarts](#restarts-after-a-failure)",
-          kMaxRestarts),
+      integer(KEY(parallel.max_restarts), 0,
+              "ddp under dptrain's launcher: when a rank fails or hangs, every rank starts again "
+              "from the newest checkpoint, up to N times (checkpoints needed); see "
+              "[Restarts](#restarts-after-a-failure)",
+              kMaxRestarts),
       integer(KEY(parallel.zero_stage), 0,
               "ddp: 0 keeps the optimizer's state and gradients whole on every rank; 1 shards the "
               "optimizer's state over the ranks (ZeRO stage 1), 2 the gradients too; see "
@@ -286,7 +286,9 @@ std::vector<KeySpec> early_stopping_and_checkpoint_keys() {
               "end with the best epoch's weights (`model.pt`) and report that epoch's figures"),
       boolean(KEY(early_stopping.stop_on_non_finite),
               "stop at once when the watched figure is nan or inf"),
-      text(KEY(checkpoint.dir), "a folder", "where checkpoints go; empty: `<output>/checkpoints`"),
+      text(KEY(checkpoint.dir), "a folder",
+           "where checkpoints go, in a folder per run (`<dir>/<run id>`); empty: "
+           "`<output>/checkpoints`"),
       integer(KEY(checkpoint.every_epochs), 0,
               "a checkpoint after every N epochs (and after the last); 0: none"),
       integer(KEY(checkpoint.every_steps), 0,

@@ -56,17 +56,26 @@ TEST_CASE(
   struct Case {
     int world;
     int signal;
+    int zero_stage;
   };
-  for (const Case c : {Case{2, SIGKILL}, Case{3, SIGKILL}, Case{2, SIGSTOP}}) {
-    INFO(c.world << " ranks, signal " << c.signal);
-    const std::string name = std::to_string(c.world) + "-" + std::to_string(c.signal);
+  // ZeRO stage 2 too: its restart gathers the optimizer's state from a checkpoint of shards.
+  for (const Case c :
+       {Case{2, SIGKILL, 0}, Case{3, SIGKILL, 0}, Case{2, SIGSTOP, 0}, Case{2, SIGKILL, 2}}) {
+    INFO(c.world << " ranks, signal " << c.signal << ", zero_stage " << c.zero_stage);
+    const std::string name = std::to_string(c.world) + "-" + std::to_string(c.signal) + "-" +
+                             std::to_string(c.zero_stage);
+    const std::vector<std::string> zero = {"--set",
+                                           "parallel.zero_stage=" + std::to_string(c.zero_stage)};
     const auto whole = dir / ("whole-" + name);
-    const auto uninterrupted = run_dptrain(shell_words(job(dir, c.world, whole)));
+    auto whole_args = job(dir, c.world, whole);
+    whole_args.insert(whole_args.end(), zero.begin(), zero.end());
+    const auto uninterrupted = run_dptrain(shell_words(whole_args));
     INFO(uninterrupted.err);
     REQUIRE(uninterrupted.status == 0);
 
     const auto cut = dir / ("cut-" + name);
     auto args = job(dir, c.world, cut);
+    args.insert(args.end(), zero.begin(), zero.end());
     args.insert(args.end(), {"--max-restarts", "2"});
     BackgroundRun run(args);
     const int victim = pid_of_rank(run, c.world - 1, 1);

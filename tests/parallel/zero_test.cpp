@@ -13,32 +13,70 @@
 #include "parallel/zero_optimizer.h"
 #include "train/step.h"
 
+#include <functional>
+#include <optional>
+
 namespace {
 
 using dptrain::parallel::DistributedDataParallel;
 using dptrain::testing::max_relative_difference;
 using dptrain::testing::run_ranks;
 using dptrain::train::Session;
+namespace parallel = dptrain::parallel;
 
-enum class Kind { kSgdMomentum, kAdam };
+enum class Kind { kSgdMomentum, kAdam, kNesterov, kAdamW };
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(Kind kind,
                                                         std::vector<torch::Tensor> params) {
-  if (kind == Kind::kAdam) {
-    return std::make_unique<torch::optim::Adam>(std::move(params),
-                                                torch::optim::AdamOptions(1e-3).weight_decay(1e-4));
+  switch (kind) {
+    case Kind::kAdam:
+      return std::make_unique<torch::optim::Adam>(
+          std::move(params), torch::optim::AdamOptions(1e-3).weight_decay(1e-4));
+    case Kind::kAdamW:
+      return std::make_unique<torch::optim::AdamW>(
+          std::move(params), torch::optim::AdamWOptions(1e-3).weight_decay(1e-2));
+    case Kind::kNesterov:
+      return std::make_unique<torch::optim::SGD>(
+          std::move(params), torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
+    case Kind::kSgdMomentum:
+      break;
   }
   return std::make_unique<torch::optim::SGD>(std::move(params),
                                              torch::optim::SGDOptions(0.05).momentum(0.9));
 }
 
-Session session_on(std::unique_ptr<DistributedDataParallel> backend, Kind kind) {
+double lr_of(Kind kind) {
+  return kind == Kind::kAdam || kind == Kind::kAdamW ? 1e-3 : 0.05;
+}
+
+// What a step runs with, besides the optimizer.
+struct Variant {
+  Kind kind = Kind::kSgdMomentum;
+  int64_t accumulate = 1;  // micro-batches per step
+  double clip = 0;         // grad_clip_norm
+  std::optional<at::ScalarType> autocast;
+  bool scaled = false;  // fp16's loss scaling (on the CPU's float32: its bookkeeping alone)
+};
+
+Session session_on(std::unique_ptr<DistributedDataParallel> backend, const Variant& v) {
   Session s;
   s.backend = std::move(backend);
-  s.optimizer = s.backend->make_optimizer([kind](std::vector<torch::Tensor> params) {
+  s.optimizer = s.backend->make_optimizer([kind = v.kind](std::vector<torch::Tensor> params) {
     return make_optimizer(kind, std::move(params));
   });
+  s.accumulate = v.accumulate;
+  s.grad_clip_norm = v.clip;
+  s.autocast = v.autocast;
+  if (v.scaled) {
+    s.scaler = dptrain::train::GradScaler(dptrain::train::GradScalerOptions{true, 1024.0});
+    parallel::Backend* b = s.backend.get();
+    s.scaler.agree_across_shards([b](double local) { return b->sum_over_shards(local); });
+  }
   return s;
+}
+
+Session session_on(std::unique_ptr<DistributedDataParallel> backend, Kind kind) {
+  return session_on(std::move(backend), Variant{kind});
 }
 
 struct Data {
@@ -64,28 +102,38 @@ torch::Tensor flat_copy(const std::vector<torch::Tensor>& params) {
 
 struct RankRun {
   std::vector<torch::Tensor> after_step;  // every parameter, flat, after each step
+  std::vector<double> scales;             // the loss scale after each step
   int64_t optimizer_state_bytes = 0;
   int64_t gradient_bytes = 0;
   int64_t shard_numel = 0;
 };
 
-// kSteps steps of kBatch samples at `stage` on `world` ranks; per rank.
-std::vector<RankRun> train(int world, int stage, Kind kind, const Data& d) {
+// Called on every rank after the gradients of a step are in, before the step: a test may spoil
+// them (an overflow on one rank).
+using BeforeStep = std::function<void(int rank, int64_t step, Session& s)>;
+
+// kSteps steps of kBatch samples (in `v.accumulate` micro-batches each) at `stage` on `world`
+// ranks; per rank.
+std::vector<RankRun> train(int world, int stage, const Variant& v, const Data& d,
+                           const BeforeStep& before_step = nullptr) {
   std::vector<RankRun> runs(static_cast<size_t>(world));
   run_ranks(world, [&](int rank, std::unique_ptr<dptrain::dist::Communicator>& comm) {
     Session s = session_on(
         std::make_unique<DistributedDataParallel>(dptrain::testing::float32_lenet(), torch::kCPU,
                                                   std::move(comm), kBucketBytes, stage),
-        kind);
+        v);
     RankRun& run = runs[static_cast<size_t>(rank)];
-    const int64_t share = kBatch / world;
+    const int64_t share = kBatch / world / v.accumulate;
     for (int64_t step = 0; step < kSteps; ++step) {
-      const int64_t first = step * kBatch + rank * share;
-      dptrain::train::accumulate_micro_batch(s, d.images.narrow(0, first, share),
-                                             d.labels.narrow(0, first, share), 0, 1);
-      dptrain::train::take_optimizer_step(s, s.backend->optimizer_parameters(), /*lr=*/
-                                          kind == Kind::kAdam ? 1e-3 : 0.05);
+      for (int64_t k = 0; k < v.accumulate; ++k) {
+        const int64_t first = step * kBatch + k * (kBatch / v.accumulate) + rank * share;
+        dptrain::train::accumulate_micro_batch(s, d.images.narrow(0, first, share),
+                                               d.labels.narrow(0, first, share), k, v.accumulate);
+      }
+      if (before_step) before_step(rank, step, s);
+      dptrain::train::take_optimizer_step(s, s.backend->optimizer_parameters(), lr_of(v.kind));
       run.after_step.push_back(flat_copy(s.backend->parameters()));
+      run.scales.push_back(s.scaler.scale());
     }
     run.optimizer_state_bytes = dptrain::parallel::optimizer_state_bytes(*s.optimizer);
     run.gradient_bytes = s.backend->gradient_bytes();
@@ -94,8 +142,22 @@ std::vector<RankRun> train(int world, int stage, Kind kind, const Data& d) {
   return runs;
 }
 
+std::vector<RankRun> train(int world, int stage, Kind kind, const Data& d) {
+  return train(world, stage, Variant{kind}, d);
+}
+
 const char* name_of(Kind kind) {
-  return kind == Kind::kAdam ? "adam" : "sgd with momentum";
+  switch (kind) {
+    case Kind::kAdam:
+      return "adam";
+    case Kind::kAdamW:
+      return "adamw";
+    case Kind::kNesterov:
+      return "sgd with nesterov momentum";
+    case Kind::kSgdMomentum:
+      break;
+  }
+  return "sgd with momentum";
 }
 
 }  // namespace
@@ -213,6 +275,73 @@ TEST_CASE("ZeRO pads 31 elements over 5 ranks with zeros that no norm or step se
     CHECK(max_relative_difference({sharded.clipped}, {whole.clipped}) <= 1e-7);
     for (const auto& p : sharded.params) {
       CHECK(max_relative_difference({p}, {whole.params[0]}) <= 1e-6);
+    }
+  }
+}
+
+TEST_CASE(
+    "ZeRO stays with stage 0 under accumulation, Nesterov, AdamW and bf16 (bit for bit) and "
+    "clipping (to float rounding)",
+    "[parallel][zero]") {
+  const Data d = data(kSteps * kBatch);
+  struct Case {
+    const char* what;
+    Variant v;
+    double tolerance;  // 0: bit for bit
+  };
+  const std::vector<Case> cases = {
+      {"nesterov, 2 micro-batches a step", {Kind::kNesterov, 2, 0, std::nullopt, false}, 0},
+      {"adamw under bf16 autocast", {Kind::kAdamW, 1, 0, at::kBFloat16, false}, 0},
+      // Stage 0's clip_grad_norm_ sums squares in float32, ZeRO's over the shards in float64.
+      {"adam, 2 micro-batches, clipped at 0.5", {Kind::kAdam, 2, 0.5, std::nullopt, false}, 1e-5},
+  };
+  for (const Case& c : cases) {
+    for (const int world : {2, 3}) {
+      const std::vector<RankRun> stage0 = train(world, 0, c.v, d);
+      REQUIRE(max_relative_difference({stage0[0].after_step.back()}, {stage0[0].after_step[0]}) >
+              1e-3);
+      for (const int stage : {1, 2}) {
+        INFO(c.what << ", " << world << " ranks, stage " << stage);
+        const std::vector<RankRun> sharded = train(world, stage, c.v, d);
+        for (int64_t step = 0; step < kSteps; ++step) {
+          INFO("after step " << step + 1);
+          for (const RankRun& rank : sharded) {
+            if (c.tolerance == 0) {
+              CHECK(torch::equal(rank.after_step[step], stage0[0].after_step[step]));
+            } else {
+              CHECK(max_relative_difference({rank.after_step[step]},
+                                            {stage0[0].after_step[step]}) <= c.tolerance);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("an inf in one ZeRO rank's shard of the gradients makes every rank skip the step",
+          "[parallel][zero]") {
+  const Data d = data(kSteps * kBatch);
+  constexpr int64_t kSpoiled = 5;  // 0-based: the sixth step
+  for (const int stage : {1, 2}) {
+    INFO("stage " << stage);
+    // On the last of 3 ranks alone, as an fp16 overflow in the part of the gradient it owns.
+    const auto spoil = [](int rank, int64_t step, Session& s) {
+      if (rank == 2 && step == kSpoiled) {
+        s.backend->optimizer_parameters().at(0).mutable_grad()[3] =
+            std::numeric_limits<float>::infinity();
+      }
+    };
+    const std::vector<RankRun> ranks =
+        train(3, stage, Variant{Kind::kSgdMomentum, 1, 0, std::nullopt, true}, d, spoil);
+    for (const RankRun& rank : ranks) {
+      // That step changed nothing, on any rank, and halved every rank's scale.
+      CHECK(torch::equal(rank.after_step[kSpoiled], rank.after_step[kSpoiled - 1]));
+      CHECK(rank.scales[kSpoiled] == rank.scales[kSpoiled - 1] / 2);
+      CHECK_FALSE(torch::equal(rank.after_step[kSpoiled + 1], rank.after_step[kSpoiled]));
+      for (int64_t step = 0; step < kSteps; ++step) {
+        CHECK(torch::equal(rank.after_step[step], ranks[0].after_step[step]));
+      }
     }
   }
 }
