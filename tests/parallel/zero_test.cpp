@@ -58,6 +58,12 @@ struct Variant {
   bool scaled = false;  // fp16's loss scaling (on the CPU's float32: its bookkeeping alone)
 };
 
+Variant plain(Kind kind) {
+  Variant v;
+  v.kind = kind;
+  return v;
+}
+
 Session session_on(std::unique_ptr<DistributedDataParallel> backend, const Variant& v) {
   Session s;
   s.backend = std::move(backend);
@@ -76,7 +82,7 @@ Session session_on(std::unique_ptr<DistributedDataParallel> backend, const Varia
 }
 
 Session session_on(std::unique_ptr<DistributedDataParallel> backend, Kind kind) {
-  return session_on(std::move(backend), Variant{kind});
+  return session_on(std::move(backend), plain(kind));
 }
 
 struct Data {
@@ -143,7 +149,7 @@ std::vector<RankRun> train(int world, int stage, const Variant& v, const Data& d
 }
 
 std::vector<RankRun> train(int world, int stage, Kind kind, const Data& d) {
-  return train(world, stage, Variant{kind}, d);
+  return train(world, stage, plain(kind), d);
 }
 
 const char* name_of(Kind kind) {
