@@ -1,26 +1,28 @@
 // The rendezvous store's side of a connection on arbitrary bytes, as a peer on the network could
-// send them: the handshake, then frames decoded and applied to the store's table. The outcomes a
-// peer may cause are a refused handshake, a ProtocolError that ends its connection, and replies.
-#include "core/sha256.h"
+// send them: a stranger's hello and proof, or (odd first byte) an authenticated peer's frames,
+// decoded and applied to the store's table. What a peer may cause is a refused handshake, a
+// ProtocolError that ends its connection, and replies.
 #include "dist/store_protocol.h"
 #include "dist/store_table.h"
 
 namespace store = dptrain::dist::store;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const dptrain::core::Sha256Digest digest = dptrain::core::sha256("fuzz");
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  // Half the inputs start with the right handshake, so that frames get through to the table.
-  if (!bytes.empty() && (bytes[0] & 1)) {
-    thread_local std::string with_hello;
-    with_hello = store::hello(digest) + std::string(bytes.substr(1));
-    bytes = with_hello;
-  }
-  if (bytes.size() < store::kHelloSize ||
-      !store::hello_matches(bytes.substr(0, store::kHelloSize), digest)) {
+  if (bytes.empty()) return 0;
+  const bool authenticated = (bytes[0] & 1) != 0;
+  bytes.remove_prefix(1);
+  if (!authenticated) {
+    // A stranger's handshake: a hello, then a proof it cannot have computed.
+    static const dptrain::core::Sha256Digest key = store::store_key("fuzz");
+    if (bytes.size() < store::kHelloSize + store::kProofSize) return 0;
+    const auto nonce = store::nonce_of_hello(bytes.substr(0, store::kHelloSize));
+    if (nonce) {
+      const std::string expected = store::client_proof(key, *nonce, std::string(32, 's'));
+      (void)store::same_bytes(bytes.substr(store::kHelloSize, store::kProofSize), expected);
+    }
     return 0;
   }
-  bytes.remove_prefix(store::kHelloSize);
   store::StoreTable table;
   try {
     store::Frame frame;

@@ -165,10 +165,11 @@ struct StoreServer::Loop {
     }
     ::poll(fds.data(), fds.size(), poll_timeout_ms());
     if (fds[0].revents != 0) return false;
-    if (fds[1].revents & POLLIN) accept_one();
     for (size_t i = 0; i < owners.size(); ++i) {
       if (!exchange(*owners[i], fds[i + 2].revents)) erase(owners[i]);
     }
+    // After the connections polled: accepting may push one out, which `owners` would still name.
+    if (fds[1].revents & POLLIN) accept_one();
     serve_all();
     drop_late_handshakes();
     return true;
