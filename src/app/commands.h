@@ -18,8 +18,14 @@ int run_predict(const cli::Command& command);
 // A usage error (exit status 2) with its hint.
 [[noreturn]] void usage_error(const std::string& what, const std::string& hint);
 
-// The experiment the command names (its --config and --set), resolved.
+// The experiment the command names (its --config and --set, then -q or -v), resolved.
 config::Config resolve(const cli::Command& command);
+
+// For evaluate and predict: the experiment of the model file's own run (the config inside a
+// checkpoint, else the config.json beside a model.pt; the defaults when neither is there), with
+// this machine's parallel.*, runtime.* and log.* defaults; or --config's, whole. --set, -q and -v
+// go over it. `source` says which, for the start line.
+config::Config resolve_for_model(const cli::Command& command, std::string& source);
 
 // What the launched ranks do: training may restart them (parallel.max_restarts); evaluation
 // ignores the training-only keys of the experiment it reads.

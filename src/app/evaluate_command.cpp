@@ -14,13 +14,16 @@
 namespace dptrain::app {
 
 int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv) {
-  const config::Config config = resolve(command);
+  std::string source;
+  const config::Config config = resolve_for_model(command, source);
   if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kEvaluate)) {
     return *status;
   }
   const dist::RankInfo rank =
       dist::detect_launcher(dist::process_environment()).value_or(dist::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);
+  spdlog::info("evaluating {} on its {} set, with the experiment of {}",
+               command.model_file.string(), command.split, source);
   const train::Split split = command.split == "val" ? train::Split::kVal : train::Split::kTest;
   const train::EvalResult result =
       train::evaluate_model_file(config, rank, command.model_file, split);

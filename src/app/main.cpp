@@ -18,15 +18,28 @@ namespace {
 
 using namespace dptrain;
 
-// Where the default lookup finds a data set; scripts read this line instead of repeating the rule.
-std::string data_line(const std::string& dataset) {
-  std::string where;
+// Where the default lookup finds a data set (none: not found); scripts read `info` for it instead
+// of repeating the rule.
+std::optional<std::string> data_dir(const std::string& dataset) {
   try {
-    where = data::locate_data_dir("", dataset).string();
+    return data::locate_data_dir("", dataset).string();
   } catch (const core::Error&) {
-    where = "not found (see data/README.md)";
+    return std::nullopt;
   }
-  return "data " + dataset + ": " + where + "\n";
+}
+
+void print_info(bool json) {
+  const core::TorchInfo info = core::torch_info();
+  const std::optional<std::string> data = data_dir("fashion-mnist");
+  if (json) {
+    nlohmann::json j = core::to_json(info);
+    j["data"] = {{"fashion-mnist", data ? nlohmann::json(*data) : nlohmann::json()}};
+    // A data path need not be UTF-8: such bytes become U+FFFD.
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    return;
+  }
+  std::cout << core::format_torch_info(info)
+            << "data fashion-mnist: " << data.value_or("not found (see data/README.md)") << "\n";
 }
 
 int run(const cli::Command& command, const std::vector<std::string>& argv) {
@@ -35,7 +48,7 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
   if (command.action != cli::Action::kTrain) core::release_launcher_signals();
   switch (command.action) {
     case cli::Action::kInfo:
-      std::cout << core::format_torch_info(core::torch_info()) << data_line("fashion-mnist");
+      print_info(command.json);
       return 0;
     case cli::Action::kConfig:
       if (command.list_keys) {

@@ -55,13 +55,16 @@ void print_answer(const std::string& input, const std::vector<Ranked>& ranked,
 }  // namespace
 
 int run_predict(const cli::Command& command) {
-  const config::Config config = resolve(command);
+  std::string source;
+  const config::Config config = resolve_for_model(command, source);
   core::init_logging(config::name_of(config.log.level));
+  spdlog::info("predicting with {}, with the experiment of {}", command.model_file.string(),
+               source);
   train::Classifier classifier(config, command.model_file);
   // A copy: GCC 14 warns, wrongly, that a reference would dangle with its argument a temporary.
   const std::vector<std::string> classes = data::class_names(config::name_of(config.data.dataset));
   const int top = std::min<int>(command.top, static_cast<int>(classes.size()));
-  if (!command.json_lines && isatty(STDOUT_FILENO)) {
+  if (!command.json && isatty(STDOUT_FILENO)) {
     std::cout << fmt::format("{:<40}  top {} classes with their probabilities\n", "input", top);
   }
   bool failed = false;
@@ -82,7 +85,7 @@ int run_predict(const cli::Command& command) {
       }
       const torch::Tensor p = classifier.probabilities(torch::stack(batch));
       for (size_t i = 0; i < batch.size(); ++i) {
-        print_answer(images[first + i].name, top_classes(p[i], top), classes, command.json_lines);
+        print_answer(images[first + i].name, top_classes(p[i], top), classes, command.json);
       }
     }
   }

@@ -1,6 +1,7 @@
 // Launching ddp's local ranks when no launcher (torchrun, srun, mpirun) started this process.
 #include <chrono>
 
+#include "app/command_line.h"
 #include "app/commands.h"
 #include "config/load.h"
 #include "core/error.h"
@@ -17,20 +18,6 @@ void usage_error(const std::string& what, const std::string& hint) {
 }
 
 namespace {
-
-// The command line of a restart: the same, resuming from the newest checkpoint.
-std::vector<std::string> resuming(const std::vector<std::string>& argv) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--resume" && i + 1 < argv.size()) {
-      ++i;  // its checkpoint is superseded by the newer ones the failed run wrote
-    } else if (argv[i].rfind("--resume=", 0) != 0) {
-      out.push_back(argv[i]);
-    }
-  }
-  out.insert(out.end(), {"--resume", "auto"});
-  return out;
-}
 
 // Restarts resume from the run's checkpoints, so they need to know where those are, and there must
 // be checkpoints to resume from.
@@ -93,10 +80,6 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
 }
 
 }  // namespace
-
-config::Config resolve(const cli::Command& command) {
-  return config::load_config(command.config_file, command.overrides, model::model_names());
-}
 
 std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
                                           const std::vector<std::string>& argv, Purpose purpose) {

@@ -1,21 +1,66 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/suggest.h"
+#include "config/schema.h"
 
 namespace dptrain::cli {
 namespace {
 
-constexpr const char* kExamples = R"(Examples:
+constexpr const char* kSetNote =
+    "A --set value is read as JSON when it parses (3, true, [\"cpu\"], \"text\"), else as a "
+    "string. `dptrain config --keys` lists every key.";
+
+constexpr const char* kOverview = R"(Examples:
+  dptrain train                                   d2l's LeNet on Fashion-MNIST, best device
+  dptrain train --config configs/ddp_cpu.json --set train.epochs=2 --output runs/try
+  dptrain evaluate --model runs/try/model.pt
+  dptrain help train                              a subcommand's options and examples)";
+
+constexpr const char* kTrainExamples = R"(Examples:
   dptrain train                                   d2l's LeNet on Fashion-MNIST, best device
   dptrain train --config configs/d2l.json --set train.epochs=2 --output runs/try
   dptrain train --set parallel.devices='["cpu"]' --set runtime.threads=2
   dptrain train --config configs/ddp_cpu.json       ddp: one process per device, launched here
-  torchrun --nproc-per-node 2 --no-python dptrain train --config configs/ddp_cpu.json
-  dptrain evaluate --model runs/X/model.pt --config runs/X/config.json
-  dptrain predict --model runs/X/model.pt --index 0 t10k-images-idx3-ubyte.gz shoe.png
-  dptrain config --config configs/cpu_smoke.json  print the resolved experiment
-  dptrain info                                    what this build and machine offer
-A --set value is read as JSON when it parses (3, true, ["cpu"], "text"), else as a string.)";
+  dptrain train --output runs/try --resume auto     go on from the run's newest checkpoint
+  dptrain train --init-from runs/try/model.pt -q    other weights to start from; quiet
+  torchrun --nproc-per-node 2 --no-python dptrain train --config configs/ddp_cpu.json)";
+
+constexpr const char* kEvaluateExamples = R"(Examples:
+  dptrain evaluate --model runs/X/model.pt          with the run's experiment (runs/X/config.json)
+  dptrain evaluate --model runs/X/checkpoints/epoch-0003.pt --split val
+  dptrain evaluate --model model.pt --config configs/d2l.json --output report.json)";
+
+constexpr const char* kPredictExamples = R"(Examples:
+  dptrain predict --model runs/X/model.pt --index 0 t10k-images-idx3-ubyte.gz
+  dptrain predict --model runs/X/model.pt --json shoe.png bag.pgm)";
+
+constexpr const char* kConfigExamples = R"(Examples:
+  dptrain config --config configs/cpu_smoke.json    print the resolved experiment
+  dptrain config --set optimizer.lr=0.1             the defaults with one change
+  dptrain config --keys                             every key: type, default, values, meaning)";
+
+constexpr const char* kInfoExamples = R"(Examples:
+  dptrain info                                      versions, devices, threads, data
+  dptrain info --json                               the same for scripts)";
+
+std::string with_note(const char* examples) {
+  return std::string(examples) + "\n" + kSetNote;
+}
+
+void add_common_options(CLI::App& sub, Command& command) {
+  auto* quiet = sub.add_flag_callback(
+      "-q,--quiet", [&command] { command.verbosity = Verbosity::kQuiet; },
+      "only warnings, errors and the results (log.level warn)");
+  auto* verbose = sub.add_flag_callback(
+      "-v,--verbose", [&command] { command.verbosity = Verbosity::kVerbose; },
+      "debug lines too (log.level debug)");
+  quiet->excludes(verbose);
+  // Mistakes are answered with the closest option or a --set spelling (unknown_arguments below).
+  sub.allow_extras();
+}
 
 void add_experiment_options(CLI::App& sub, Command& command) {
   sub.add_option("-c,--config", command.config_file, "experiment file (JSON)")
@@ -38,16 +83,9 @@ void add_node_options(CLI::App& sub, MultiNode& nodes) {
       ->group(group);
 }
 
-void add_restart_option(CLI::App& sub, Command& command) {
-  sub.add_option("--max-restarts", command.max_restarts,
-                 "ddp under dptrain's launcher: when a rank fails, start every rank again from "
-                 "the newest checkpoint, up to N times (as torchrun's --max_restarts; default: "
-                 "parallel.max_restarts)")
-      ->check(CLI::Range(0, 1000));
-}
-
 CLI::App* add_train(CLI::App& app, Command& command) {
   CLI::App* train = app.add_subcommand("train", "train a model as an experiment file says");
+  train->footer(with_note(kTrainExamples));
   add_experiment_options(*train, command);
   train->add_option("-o,--output", command.output_dir,
                     "output folder (default: runs/<name>/<timestamp>)");
@@ -60,13 +98,19 @@ CLI::App* add_train(CLI::App& app, Command& command) {
                     "start from these weights instead of the seeded initialisation: a model.pt, a "
                     "checkpoint, or Python's torch.save(net.state_dict(), path)");
   add_node_options(*train, command.nodes);
-  add_restart_option(*train, command);
+  train
+      ->add_option("--max-restarts", command.max_restarts,
+                   "ddp under dptrain's launcher: when a rank fails, start every rank again from "
+                   "the newest checkpoint, up to N times (as torchrun's --max_restarts; default: "
+                   "parallel.max_restarts)")
+      ->check(CLI::Range(0, 1000));
   return train;
 }
 
 CLI::App* add_evaluate(CLI::App& app, Command& command) {
   CLI::App* evaluate = app.add_subcommand(
       "evaluate", "evaluate a model.pt or checkpoint: loss, accuracy, per class, confusion");
+  evaluate->footer(with_note(kEvaluateExamples));
   evaluate->add_option("-m,--model", command.model_file, "a model.pt or a checkpoint")->required();
   add_experiment_options(*evaluate, command);
   evaluate
@@ -80,14 +124,105 @@ CLI::App* add_evaluate(CLI::App& app, Command& command) {
 CLI::App* add_predict(CLI::App& app, Command& command) {
   CLI::App* predict =
       app.add_subcommand("predict", "classify images with a model.pt or checkpoint");
+  predict->footer(with_note(kPredictExamples));
   predict->add_option("-m,--model", command.model_file, "a model.pt or a checkpoint")->required();
   add_experiment_options(*predict, command);
   predict->add_option("inputs", command.inputs, "IDX image files, PNG or PGM images")->required();
   predict->add_option("--index", command.index, "only this image of each IDX file (from 0)");
   predict->add_option("--top", command.top, "classes shown per image (default 3)")
       ->check(CLI::Range(1, 10));
-  predict->add_flag("--json", command.json_lines, "a JSON object per image instead of a table");
+  predict->add_flag("--json", command.json, "a JSON object per image instead of a table");
   return predict;
+}
+
+CLI::App* add_config(CLI::App& app, Command& command) {
+  CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
+  show->footer(with_note(kConfigExamples));
+  add_experiment_options(*show, command);
+  show->add_flag("--keys", command.list_keys,
+                 "print every key with its type, default, values and meaning (the README's "
+                 "table, in Markdown) instead");
+  return show;
+}
+
+CLI::App* add_info(CLI::App& app, Command& command) {
+  CLI::App* info = app.add_subcommand("info", "print the LibTorch build, devices and threads");
+  info->footer(kInfoExamples);
+  info->add_flag("--json", command.json, "one JSON object, for scripts");
+  return info;
+}
+
+// A usage error before or after CLI11's parse, in the words and form of main()'s errors.
+int usage_error(const std::string& what, const std::string& hint) {
+  std::cerr << "usage error: " << what << "\nhint: " << hint << std::endl;
+  return 2;
+}
+
+std::vector<std::string> key_paths() {
+  std::vector<std::string> paths;
+  for (const auto& key : config::schema()) paths.push_back(key.path);
+  return paths;
+}
+
+// What CLI11 left over in `sub` (allow_extras): the closest option, or the --set spelling of a
+// config key given as an option.
+int unknown_arguments(const CLI::App& sub, const std::vector<std::string>& left) {
+  const std::string help = "`dptrain help " + sub.get_name() + "` lists its options";
+  const auto option = std::find_if(
+      left.begin(), left.end(), [](const std::string& a) { return a.size() > 1 && a[0] == '-'; });
+  if (option == left.end()) {
+    return usage_error("dptrain " + sub.get_name() + " takes no argument \"" + left.front() + "\"",
+                       help);
+  }
+  const std::string what = "dptrain " + sub.get_name() + " has no option " + *option;
+  std::optional<std::string> value;
+  if (option + 1 != left.end() && (option + 1)->rfind('-', 0) != 0) value = *(option + 1);
+  const std::vector<std::string> spellings = set_spellings(*option, value, key_paths());
+  if (!spellings.empty()) {
+    std::string joined;
+    for (const auto& s : spellings) joined += (joined.empty() ? "" : ", or ") + s;
+    return usage_error(what, "config keys are set with --set: " + joined);
+  }
+  std::vector<std::string> names;
+  for (const CLI::Option* o : sub.get_options()) {
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  }
+  const std::string typed = option->substr(0, option->find('='));
+  if (const auto near = closest(typed, names))
+    return usage_error(what, "did you mean " + *near + "?");
+  return usage_error(what, help);
+}
+
+// Before CLI11 sees the line: `dptrain help [SUBCOMMAND]`, and a first word that is no
+// subcommand, answered with the closest. Nothing when CLI11 should parse as usual.
+std::optional<int> answer_first_word(CLI::App& app, const std::vector<CLI::App*>& subs, int argc,
+                                     const char* const* argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : subs) names.push_back(sub->get_name());
+  const auto no_such = [&](const std::string& word) {
+    const auto near = closest(word, names);
+    return usage_error(
+        "dptrain has no subcommand \"" + word + "\"",
+        near ? "did you mean `dptrain " + *near + "`?" : "`dptrain help` lists the subcommands");
+  };
+  if (argc < 2) {
+    std::cout << app.help();
+    return 0;
+  }
+  const std::string first = argv[1];
+  if (first == "help") {
+    if (argc < 3) {
+      std::cout << app.help();
+      return 0;
+    }
+    const std::string topic = argv[2];
+    if (std::find(names.begin(), names.end(), topic) == names.end()) return no_such(topic);
+    std::cout << app.get_subcommand(topic)->help("dptrain");
+    return 0;
+  }
+  if (first.empty() || first[0] == '-') return std::nullopt;
+  if (std::find(names.begin(), names.end(), first) == names.end()) return no_such(first);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -96,26 +231,36 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   CLI::App app("dptrain: data-parallel training of d2l's LeNet on Fashion-MNIST with LibTorch",
                "dptrain");
   app.set_version_flag("--version", std::string("dptrain ") + DPTRAIN_VERSION);
-  app.footer(kExamples);
+  app.footer(with_note(kOverview));
   app.require_subcommand(1);
 
   Command command;
   CLI::App* train = add_train(app, command);
   CLI::App* evaluate = add_evaluate(app, command);
   CLI::App* predict = add_predict(app, command);
-  CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
-  add_experiment_options(*show, command);
-  show->add_flag("--keys", command.list_keys,
-                 "print every key with its type, default, values and meaning (the README's "
-                 "table, in Markdown) instead");
-  app.add_subcommand("info", "print the LibTorch build, devices and threads");
+  CLI::App* show = add_config(app, command);
+  CLI::App* info = add_info(app, command);
+  const std::vector<CLI::App*> subs = {train, evaluate, predict, show, info};
+  for (CLI::App* sub : subs) add_common_options(*sub, command);
 
+  if (const auto status = answer_first_word(app, subs, argc, argv)) return {std::nullopt, *status};
+  // A mistyped option answers before what CLI11 checks first (a required option, then missing).
+  const auto leftovers = [&subs]() -> std::optional<int> {
+    for (const CLI::App* sub : subs) {
+      if (const std::vector<std::string> left = sub->remaining(); sub->parsed() && !left.empty()) {
+        return unknown_arguments(*sub, left);
+      }
+    }
+    return std::nullopt;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const auto status = leftovers()) return {std::nullopt, *status};
     const int status = app.exit(e);
     return {std::nullopt, status == 0 ? 0 : 2};
   }
+  if (const auto status = leftovers()) return {std::nullopt, *status};
   if (train->parsed()) {
     command.action = Action::kTrain;
     for (const char* name : {"--nnodes", "--node-rank", "--master-addr", "--master-port"}) {

@@ -20,8 +20,13 @@ struct MultiNode {
   bool given = false;   // any of the four was on the command line
 };
 
+// -q: warnings, errors and the results; -v: debug lines too. Each sets log.level (last wins
+// over --set).
+enum class Verbosity { kDefault, kQuiet, kVerbose };
+
 struct Command {
   Action action = Action::kTrain;
+  Verbosity verbosity = Verbosity::kDefault;
   std::optional<std::filesystem::path> config_file;  // none: the default experiment
   std::vector<std::string> overrides;                // "key.path=value"
   std::optional<std::filesystem::path> output_dir;   // none: runs/<name>/<timestamp>
@@ -39,7 +44,7 @@ struct Command {
   std::vector<std::filesystem::path> inputs;         // predict: IDX, PNG or PGM files
   std::optional<int64_t> index;                      // predict: one image of each IDX file
   int top = 3;                                       // predict: classes shown per image
-  bool json_lines = false;                           // predict --json
+  bool json = false;  // predict: a JSON object per image; info: one JSON object
 };
 
 struct ParseResult {

@@ -1,5 +1,7 @@
 #include "config/json_text.h"
 
+#include <string>
+
 namespace dptrain::config {
 
 nlohmann::json parse_json(const std::string& text) {
@@ -12,6 +14,24 @@ nlohmann::json parse_json(const std::string& text) {
     return true;
   };
   return json::parse(text, bounded);
+}
+
+std::string plain_json_error(const nlohmann::json::exception& e) {
+  std::string text = e.what();
+  // "[json.exception.parse_error.101] " names nlohmann's class and number: nothing for a reader.
+  if (text.rfind("[json.exception.", 0) == 0) {
+    const size_t end = text.find("] ");
+    if (end != std::string::npos) text.erase(0, end + 2);
+  }
+  for (const char* noise :
+       {"parse error at ", "syntax error while parsing value - ",
+        "syntax error while parsing object key - ",
+        "syntax error while parsing object separator - ", "syntax error while parsing object - ",
+        "syntax error while parsing array - "}) {
+    const size_t at = text.find(noise);
+    if (at != std::string::npos) text.erase(at, std::char_traits<char>::length(noise));
+  }
+  return text;
 }
 
 }  // namespace dptrain::config

@@ -15,4 +15,9 @@ constexpr int kMaxJsonDepth = 64;
 // kMaxJsonDepth (an out_of_range saying so).
 nlohmann::json parse_json(const std::string& text);
 
+// An exception of parse_json in plain words: nlohmann's "[json.exception.parse_error.101] parse
+// error at line 2, column 1: syntax error while parsing value - unexpected end of input; ..."
+// becomes "line 2, column 1: unexpected end of input; ...".
+std::string plain_json_error(const nlohmann::json::exception& e);
+
 }  // namespace dptrain::config

@@ -21,10 +21,15 @@ using core::ErrorCode;
 using nlohmann::json;
 
 json parse_json_text(const std::string& text, const std::string& source) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw Error(ErrorCode::kConfig, source + ": the file is empty",
+                "an experiment is a JSON object: {} takes every default, and `dptrain config "
+                "--keys` lists the keys");
+  }
   try {
     return parse_json(text);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
-    throw Error(ErrorCode::kConfig, source + ": not valid JSON: " + e.what(),
+    throw Error(ErrorCode::kConfig, source + ": not valid JSON: " + plain_json_error(e),
                 "check commas, quotes and brackets near the position given");
   }
 }

@@ -84,9 +84,20 @@ std::string read_text_file(const std::filesystem::path& path) {
                 path.string() + ": cannot open for reading: " + std::strerror(errno),
                 "check the path and its permissions");
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  // Read in chunks up to the bound, so that a huge (or endless: a FIFO, /dev/zero) file costs
+  // no more than the bound before it is refused.
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxTextFileBytes) {
+      throw Error(ErrorCode::kIo,
+                  path.string() + ": larger than " + std::to_string(kMaxTextFileBytes >> 20) +
+                      " MiB, which no experiment or record dptrain reads is",
+                  "give the experiment's JSON file");
+    }
+  }
+  return text;
 }
 
 namespace {

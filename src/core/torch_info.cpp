@@ -98,4 +98,26 @@ std::string format_torch_info(const TorchInfo& info) {
   return out.str();
 }
 
+nlohmann::json to_json(const TorchInfo& info) {
+  const auto version = [](const std::string& v) {
+    return v.empty() ? nlohmann::json() : nlohmann::json(v);
+  };
+  return {
+      {"dptrain_version", DPTRAIN_VERSION},
+      {"libtorch_version", info.libtorch_version},
+      {"cuda",
+       {{"available", info.cuda_available},
+        {"devices", info.cuda_device_count},
+        {"built_with", version(info.cuda_build_version)}}},
+      {"cudnn",
+       {{"available", info.cudnn_available}, {"built_with", version(info.cudnn_build_version)}}},
+      {"mkldnn", {{"available", info.mkldnn_available}}},
+      {"gloo", {{"available", info.gloo_available}}},
+      {"nccl",
+       {{"available", info.nccl_available}, {"built_with", version(info.nccl_build_version)}}},
+      {"devices", info.devices},
+      {"cores", info.cores},
+      {"default_threads", info.default_threads}};
+}
+
 }  // namespace dptrain::core

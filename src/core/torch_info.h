@@ -2,6 +2,7 @@
 // Printed by `dptrain info` and recorded in each run's summary.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,7 @@ struct TorchInfo {
 
 TorchInfo torch_info();
 std::string format_torch_info(const TorchInfo& info);
+// The same for scripts (`dptrain info --json`), with dptrain's version.
+nlohmann::json to_json(const TorchInfo& info);
 
 }  // namespace dptrain::core

@@ -53,6 +53,28 @@ class Fields {
   std::string_view bytes_;
 };
 
+// What a file that does not open as a zip archive is, for a reader who gave the wrong file.
+[[noreturn]] void not_an_archive(std::string_view bytes) {
+  if (bytes.empty()) throw NotAnArchiveError("the file is empty (0 bytes)");
+  const std::string size = "(" + std::to_string(bytes.size()) + " bytes)";
+  if (bytes.substr(0, 2) == "PK") {
+    throw NotAnArchiveError("the file is cut short " + size +
+                            ": a zip archive whose end, its directory, is missing");
+  }
+  // Python's pickle protocol 2 opens with 0x80 0x02: torch.save's format before PyTorch 1.6.
+  if (static_cast<uint8_t>(bytes[0]) == 0x80) {
+    throw NotAnArchiveError(
+        "a torch.save file in the format before PyTorch 1.6 (a bare pickle), "
+        "which dptrain does not read");
+  }
+  const bool text =
+      std::all_of(bytes.begin(), bytes.begin() + std::min<size_t>(bytes.size(), 512), [](char c) {
+        return c == '\n' || c == '\r' || c == '\t' || (static_cast<uint8_t>(c) >= 0x20);
+      });
+  throw NotAnArchiveError(std::string(text ? "a text file " : "not a zip archive ") + size +
+                          ", where torch.save writes a zip archive");
+}
+
 struct Directory {
   uint64_t offset = 0;
   uint64_t entries = 0;
@@ -60,8 +82,10 @@ struct Directory {
 
 // From the end-of-directory record (zip64's where it points on), searched backwards past a
 // comment of up to 64 KB.
-Directory find_directory(const Fields& f) {
-  if (f.size() < kEndRecordSize) damaged("too short to be one");
+Directory find_directory(const Fields& f, std::string_view bytes) {
+  if (bytes.substr(0, 4) != std::string_view("PK\x03\x04", 4) || f.size() < kEndRecordSize) {
+    not_an_archive(bytes);
+  }
   const uint64_t lowest =
       f.size() > kEndRecordSize + kMaxComment ? f.size() - kEndRecordSize - kMaxComment : 0;
   for (uint64_t at = f.size() - kEndRecordSize;; --at) {
@@ -75,7 +99,7 @@ Directory find_directory(const Fields& f) {
       }
       return d;
     }
-    if (at == lowest) damaged("no end-of-directory record");
+    if (at == lowest) not_an_archive(bytes);
   }
 }
 
@@ -165,7 +189,7 @@ std::string_view record_data(const Fields& f, const ZipReader::Entry& e) {
 
 ZipReader::ZipReader(std::string_view bytes) : bytes_(bytes) {
   const Fields f(bytes);
-  const Directory d = find_directory(f);
+  const Directory d = find_directory(f, bytes);
   // Each entry takes at least 46 bytes: a count beyond that is a lie, refused before the loop.
   if (d.entries > f.size() / 46) damaged("more records than the file can hold");
   std::string folder;

@@ -22,6 +22,14 @@ class ArchiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The file as a whole is no zip archive: empty, something else (a text file, an old-style
+// torch.save pickle), or one cut short. Its message says which in plain words, without the
+// archive's internals, since the reader can do nothing but give another file.
+class NotAnArchiveError : public ArchiveError {
+ public:
+  using ArchiveError::ArchiveError;
+};
+
 class ZipReader {
  public:
   // Reads the central directory; `bytes` must outlive the reader.

@@ -69,6 +69,8 @@ std::filesystem::path Checkpointer::save(const std::string& name, const Progress
   if (writer_) {
     core::ensure_own_folder(dir_, "the checkpoint folder");
     write_checkpoint(path, config_, progress, backend, optimizer);
+    spdlog::debug("checkpoint {} written: epoch {}, batch {}, optimizer step {}", path.string(),
+                  progress.epoch + 1, progress.batches_done, progress.global_step);
   }
   return path;
 }

@@ -24,10 +24,15 @@ using nlohmann::json;
 using serialize::Value;
 using serialize::ValuePtr;
 
-constexpr int kFormat = 3;  // 3: a torch.save file; 1 and 2 were TorchScript archives
+// 4: a torch.save file; 3 was one whose record named its position otherwise (steps_done), so it
+// is not resumed, though its parameters and config are read as 4's (evaluate, predict,
+// --init-from); 1 and 2 were TorchScript archives.
+constexpr int kFormat = 4;
+constexpr int kOldestWeightsFormat = 3;
 const char* const kFormatKey = "dptrain_checkpoint";
 
 const char* const kDamagedHint = "give another checkpoint from the run's checkpoints folder";
+const char* const kResumeHint = "give a file from a run's checkpoints folder, or --resume auto";
 
 // Settings that may change between a run and its resumption without changing what it computes.
 bool may_differ(const std::string& key) {
@@ -172,11 +177,12 @@ struct Opened {
   throw Error(ErrorCode::kIo, path.string() + ": not a readable dptrain checkpoint: " + what, hint);
 }
 
-// The record of a decoded file that is a checkpoint of this format; `path` names it in errors.
-json record_of(const std::filesystem::path& path, const Value& root) {
+// The record of a decoded file that is a checkpoint of this format (or of `oldest` up to it);
+// `path` names it in errors.
+json record_of(const std::filesystem::path& path, const Value& root, int oldest = kFormat) {
   const Value* format = serialize::find(root, kFormatKey);
   if (format == nullptr) refuse(path, "a torch.save file without dptrain's record", kDamagedHint);
-  if (format->kind != Value::Kind::kInt || format->integer != kFormat) {
+  if (format->kind != Value::Kind::kInt || format->integer < oldest || format->integer > kFormat) {
     refuse(path,
            "checkpoint format " +
                (format->kind == Value::Kind::kInt ? std::to_string(format->integer) : "?") +
@@ -204,9 +210,10 @@ Opened open_checkpoint(const std::filesystem::path& path,
            "dptrain no longer opens TorchScript archives, which is what checkpoints of format 1 "
            "and 2 were: finish such a run with the dptrain version that wrote it, or start from "
            "its model.pt (--init-from), which stays readable");
+  } catch (const serialize::NotAnArchiveError& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": " + e.what(), kResumeHint);
   } catch (const std::exception& e) {
-    refuse(path, core::message_of(e),
-           "give a file from a run's checkpoints folder, or --resume auto");
+    refuse(path, core::message_of(e), kResumeHint);
   }
   opened.record = record_of(path, *opened.root);
   return opened;
@@ -260,10 +267,21 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
   core::write_file_atomic(path, serialize::encode_torch_file(*root));
 }
 
+std::optional<std::string> checkpoint_config_text(const std::filesystem::path& path) {
+  try {
+    const auto file = mapped(path);
+    const ValuePtr root = serialize::decode_torch_file(file->bytes(), file);
+    if (serialize::find(*root, kFormatKey) == nullptr) return std::nullopt;
+    return record_of(path, *root, kOldestWeightsFormat).at("config").dump();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 std::optional<CheckpointWeights> checkpoint_weights(const std::filesystem::path& path,
                                                     const Value& root) {
   if (serialize::find(root, kFormatKey) == nullptr) return std::nullopt;
-  const json record = record_of(path, root);
+  const json record = record_of(path, root, kOldestWeightsFormat);
   CheckpointWeights weights;
   try {
     weights.model = record.at("model").get<std::string>();

@@ -4,11 +4,12 @@
 // generator, and the resolved config. The samplers need no state of their own: an epoch's order
 // follows from the seed and its number.
 //
-// Format 3 is a torch.save file (serialize/torch_file.h) of a dict that Python opens with
+// Format 4 is a torch.save file (serialize/torch_file.h) of a dict that Python opens with
 // `torch.load(path, weights_only=True)`:
-//   {"dptrain_checkpoint": 3, "record": <JSON text>, "parameters": [T, ...],
+//   {"dptrain_checkpoint": 4, "record": <JSON text>, "parameters": [T, ...],
 //    "best_weights": [T, ...], "optimizer": <optimizer.state_dict() layout>, "cpu_rng": T}
 // Formats 1 and 2 were TorchScript archives, which can carry code: they are refused, unread.
+// Format 3 (without a run id) is refused too, with the hint to finish it with its own version.
 #pragma once
 
 #include <torch/torch.h>
@@ -62,6 +63,11 @@ Progress read_checkpoint(const std::filesystem::path& path,
 
 // The run a checkpoint belongs to; an I/O error naming `path` when it is no readable checkpoint.
 std::string checkpoint_run_id(const std::filesystem::path& path);
+
+// The resolved config a checkpoint was written with, as JSON text (an experiment file's form);
+// nothing when `path` is no checkpoint of this format or cannot be read (reading it for its
+// weights then says what is wrong).
+std::optional<std::string> checkpoint_config_text(const std::filesystem::path& path);
 
 // A checkpoint's parameters alone (evaluate, predict, --init-from), in the model's order; their
 // shapes are the caller's to check before copying them (see model::match_parameters).

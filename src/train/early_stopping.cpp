@@ -143,6 +143,8 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
     summary.test_samples = m.test_samples;
     summary.train_acc = m.train_acc;
     summary.train_loss = m.train_loss;
+    summary.val_loss = m.val_loss;
+    summary.val_acc = m.val_acc;
     lines.push_back("early stopping: restored the weights of epoch " + std::to_string(best) +
                     " (best " + stopper_->monitor() + " " + figure(stopper_->best_value()) +
                     "); the final figures are that epoch's");

@@ -22,7 +22,7 @@ EvalResult evaluate_model_file(const config::Config& config, const dist::RankInf
                       "give the experiment the model was trained with (its run folder's "
                       "config.json), or --set data.val_split=...");
   }
-  Session s = build_session(config, rank);
+  Session s = build_session(config, rank, SessionUse::kEvaluate);
   copy_into_parameters(*s.backend, read_model_file(model_file, s.parameter_specs));
   const AutocastScope autocast(s.backend->devices(), s.autocast);  // as training evaluated
   return evaluate(*s.backend, split == Split::kVal ? *s.val_loader : *s.test_loader);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/terminal.h"
+
 namespace dptrain::train {
 namespace {
 
@@ -35,7 +37,7 @@ bool progress_wanted(config::ProgressMode mode) {
     case config::ProgressMode::kAuto:
       break;
   }
-  return isatty(STDOUT_FILENO) == 1;
+  return core::is_live_terminal(STDOUT_FILENO);
 }
 
 std::string format_progress(const ProgressFigures& f) {
@@ -58,16 +60,31 @@ bool LiveProgress::due() const {
          std::chrono::milliseconds(1000 / kRedrawsPerSecond);
 }
 
+LiveProgress::LiveProgress(std::ostream& out, bool enabled)
+    : out_(out), enabled_(enabled), escapes_(core::escape_codes_allowed(STDOUT_FILENO)) {}
+
+void LiveProgress::erase() {
+  if (escapes_) {
+    out_ << kEraseLine;
+  } else if (drawn_) {  // without escape codes: blanks over the line drawn last
+    out_ << '\r' << std::string(drawn_width_, ' ') << '\r';
+  }
+}
+
 void LiveProgress::update(const ProgressFigures& figures) {
   if (!due()) return;
-  out_ << kEraseLine << format_progress(figures) << std::flush;
+  const std::string line = format_progress(figures);
+  erase();
+  out_ << line << std::flush;
+  drawn_width_ = line.size();
   drawn_ = true;
   last_draw_ = std::chrono::steady_clock::now();
 }
 
 void LiveProgress::clear() {
   if (!drawn_) return;
-  out_ << kEraseLine << std::flush;
+  erase();
+  out_ << std::flush;
   drawn_ = false;
 }
 

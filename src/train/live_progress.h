@@ -1,8 +1,9 @@
 // The live line of the running epoch on a terminal, as Lightning's progress bar shows it: step /
 // steps, samples/s, the running training loss, the learning rate, elapsed and remaining time.
-// Redrawn in place (carriage return, erase line) at most kRedrawsPerSecond times a second, and
-// erased before the epoch's ordinary line is printed. Disabled, it writes nothing at all, so that
-// logs of batch jobs and pipes stay as they are.
+// Redrawn in place (carriage return and erase line; blanks instead where no escape codes may be
+// written) at most kRedrawsPerSecond times a second, and erased before the epoch's ordinary line
+// is printed. Disabled, it writes nothing at all, so that logs of batch jobs and pipes stay as
+// they are.
 #pragma once
 
 #include <chrono>
@@ -35,7 +36,8 @@ class LiveProgress {
  public:
   static constexpr int kRedrawsPerSecond = 4;
 
-  LiveProgress(std::ostream& out, bool enabled) : out_(out), enabled_(enabled) {}
+  // Escape codes only where core::escape_codes_allowed(); blanks over the line elsewhere.
+  LiveProgress(std::ostream& out, bool enabled);
 
   bool enabled() const { return enabled_; }
   // Whether update() would draw now: the first call of an epoch, then a quarter second apart.
@@ -45,9 +47,13 @@ class LiveProgress {
   void clear();
 
  private:
+  void erase();
+
   std::ostream& out_;
   bool enabled_;
+  bool escapes_;
   bool drawn_ = false;
+  size_t drawn_width_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};
 };
 

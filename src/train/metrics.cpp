@@ -92,25 +92,36 @@ TrainingSums training_sums_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const RunSummary& s) {
-  return {{"test_acc", s.test_acc},
-          {"test_loss", s.test_loss},
-          {"test_correct", s.test_correct},
-          {"test_samples", s.test_samples},
-          {"train_loss", s.train_loss},
-          {"train_acc", s.train_acc},
-          {"sec_per_epoch", s.sec_per_epoch},
-          {"eval_sec_per_epoch", s.eval_sec_per_epoch},
-          {"samples_per_sec", s.samples_per_sec},
-          {"epochs_run", s.epochs_run},
-          {"backend", s.backend},
-          {"devices", s.devices},
-          {"world_size", s.world_size},
-          {"precision", s.precision},
-          {"libtorch_version", s.libtorch_version},
-          {"stopped_early", s.stopped_early},
-          {"stop_reason", s.stop_reason},
-          {"best_epoch", s.best_epoch > 0 ? nlohmann::json(s.best_epoch) : nlohmann::json()},
-          {"best_value", s.best_epoch > 0 ? nlohmann::json(s.best_value) : nlohmann::json()}};
+  nlohmann::json j = {
+      {"test_acc", s.test_acc},
+      {"test_loss", s.test_loss},
+      {"test_correct", s.test_correct},
+      {"test_samples", s.test_samples},
+      {"train_loss", s.train_loss},
+      {"train_acc", s.train_acc},
+      {"sec_per_epoch", s.sec_per_epoch},
+      {"eval_sec_per_epoch", s.eval_sec_per_epoch},
+      {"samples_per_sec", s.samples_per_sec},
+      {"epochs_run", s.epochs_run},
+      {"backend", s.backend},
+      {"devices", s.devices},
+      {"world_size", s.world_size},
+      {"precision", s.precision},
+      {"libtorch_version", s.libtorch_version},
+      {"stopped_early", s.stopped_early},
+      {"stop_reason", s.stop_reason},
+      {"best_epoch", s.best_epoch > 0 ? nlohmann::json(s.best_epoch) : nlohmann::json()},
+      {"best_value", s.best_epoch > 0 ? nlohmann::json(s.best_value) : nlohmann::json()},
+      {"command", s.command},
+      {"started_at", s.started_at},
+      {"finished_at", s.finished_at},
+      {"hosts", s.hosts},
+      {"dptrain_version", s.dptrain_version}};
+  if (s.has_val) {
+    j["val_loss"] = s.val_loss;
+    j["val_acc"] = s.val_acc;
+  }
+  return j;
 }
 
 RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
@@ -123,6 +134,9 @@ RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
   s.test_samples = last.test_samples;
   s.train_loss = last.train_loss;
   s.train_acc = last.train_acc;
+  s.has_val = last.has_val;
+  s.val_loss = last.val_loss;
+  s.val_acc = last.val_acc;
   double train_sec = 0;
   double eval_sec = 0;
   int64_t samples = 0;

@@ -56,6 +56,9 @@ struct RunSummary {
   int64_t test_samples = 0;
   double train_loss = 0;
   double train_acc = 0;
+  bool has_val = false;  // data.val_split > 0: the held-out figures of the final weights
+  double val_loss = 0;
+  double val_acc = 0;
   double sec_per_epoch = 0;  // mean training seconds per epoch
   double eval_sec_per_epoch = 0;
   double samples_per_sec = 0;
@@ -70,6 +73,13 @@ struct RunSummary {
   std::string stop_reason;
   int64_t best_epoch = 0;
   double best_value = 0;
+  // How the run was made, so that its folder alone can say: the command line, this invocation's
+  // start and end (UTC, ISO 8601; a resumed run's are its last part's), each rank's host.
+  std::vector<std::string> command;
+  std::string started_at;
+  std::string finished_at;
+  std::vector<std::string> hosts;  // by rank
+  std::string dptrain_version;
 };
 
 nlohmann::json to_json(const EpochMetrics& m);

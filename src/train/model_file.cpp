@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "serialize/torch_file.h"
+#include "serialize/zip_reader.h"
 #include "train/checkpoint_file.h"
 
 namespace dptrain::train {
@@ -29,6 +30,8 @@ std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
     throw core::Error(core::ErrorCode::kIo,
                       path.string() + ": " + e.what() + "; dptrain does not open such files",
                       kHint);
+  } catch (const serialize::NotAnArchiveError& e) {
+    throw core::Error(core::ErrorCode::kIo, path.string() + ": " + e.what(), kHint);
   } catch (const std::exception& e) {
     throw core::Error(
         core::ErrorCode::kIo,

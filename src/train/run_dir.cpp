@@ -55,39 +55,67 @@ void remove_run_files(const std::filesystem::path& dir) {
   }
 }
 
-// --overwrite: everything of the earlier run that a resume could pick up goes.
-void remove_earlier_run(const std::filesystem::path& dir, const config::Config& config) {
-  const std::optional<std::string> earlier = run_id_of(dir);
-  remove_run_files(dir / "checkpoints");
-  if (earlier && !config.checkpoint.dir.empty()) {
-    remove_run_files(checkpoint_dir(config, dir, *earlier));
-  }
-  remove_run_files(dir);
-  spdlog::info("--overwrite: removed the earlier run{} from {}",
-               earlier ? " " + *earlier : std::string(), dir.string());
-}
-
 std::string new_run_id() {
   return core::hex(core::random_bytes(8));
 }
 
 }  // namespace
 
-void write_run_file(const std::filesystem::path& dir, const std::string& run_id) {
-  core::write_file_atomic(dir / kRunFile, nlohmann::json{{"run_id", run_id}}.dump(2) + "\n");
+void remove_earlier_run(const std::filesystem::path& dir, const config::Config& config) {
+  std::optional<RunRecord> earlier;
+  try {
+    earlier = run_record_of(dir);
+  } catch (const core::Error&) {  // a damaged run.json is replaced with the rest
+  }
+  std::error_code ec;
+  std::filesystem::remove(dir / kRunFile, ec);
+  remove_run_files(dir / "checkpoints");
+  if (earlier && !config.checkpoint.dir.empty()) {
+    remove_run_files(checkpoint_dir(config, dir, earlier->run_id));
+  }
+  remove_run_files(dir);
+  spdlog::info("--overwrite: removed the earlier run{} from {}",
+               earlier ? " " + earlier->run_id : std::string(), dir.string());
 }
 
-std::optional<std::string> run_id_of(const std::filesystem::path& dir) {
+bool is_run_id(const std::string& id) {
+  static const std::regex kForm("[0-9a-f]{16}");
+  return std::regex_match(id, kForm);
+}
+
+void write_run_file(const std::filesystem::path& dir, const RunRecord& record) {
+  nlohmann::json j = {{"run_id", record.run_id}, {"job", record.job}};
+  if (!record.resumed_from.empty()) {
+    j["resumed_from"] = record.resumed_from;
+    j["resumed_from_run"] = record.resumed_from_run;
+  }
+  core::write_file_atomic(dir / kRunFile, j.dump(2) + "\n");
+}
+
+std::optional<RunRecord> run_record_of(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::exists(dir / kRunFile, ec)) return std::nullopt;
+  const auto refuse = [&](const std::string& what) {
+    return core::Error(core::ErrorCode::kIo,
+                       (dir / kRunFile).string() + ": not a run's record: " + what,
+                       "remove it to start a new run there, or choose another --output");
+  };
+  RunRecord record;
   try {
-    const auto id = config::parse_json(core::read_text_file(dir / kRunFile)).at("run_id");
-    return id.get<std::string>();
+    const auto j = config::parse_json(core::read_text_file(dir / kRunFile));
+    record.run_id = j.at("run_id").get<std::string>();
+    record.job = j.value("job", "");
+    record.resumed_from = j.value("resumed_from", "");
+    record.resumed_from_run = j.value("resumed_from_run", "");
   } catch (const nlohmann::json::exception& e) {
-    throw core::Error(core::ErrorCode::kIo,
-                      (dir / kRunFile).string() + ": not a run's record: " + e.what(),
-                      "remove it to start a new run there, or choose another --output");
+    throw refuse(config::plain_json_error(e));
   }
+  for (const std::string* id : {&record.run_id, &record.resumed_from_run}) {
+    if (!is_run_id(*id) && !(id == &record.resumed_from_run && id->empty())) {
+      throw refuse("run id \"" + *id + "\" is not 16 hex digits");
+    }
+  }
+  return record;
 }
 
 RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
@@ -109,10 +137,15 @@ RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
     }
   }
   core::ensure_own_folder(folder.dir, "the output folder");
-  if (start == RunStart::kOverwrite) remove_earlier_run(folder.dir, config);
-  const std::optional<std::string> existing =
-      start == RunStart::kResume ? run_id_of(folder.dir) : std::nullopt;
-  folder.run_id = existing.value_or(new_run_id());
+  folder.replaces_earlier = start == RunStart::kOverwrite;
+  const std::optional<RunRecord> existing =
+      start == RunStart::kResume ? run_record_of(folder.dir) : std::nullopt;
+  folder.existing = existing.has_value();
+  if (existing) {
+    folder.record = *existing;
+  } else {
+    folder.record.run_id = new_run_id();
+  }
   return folder;
 }
 

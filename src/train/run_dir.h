@@ -15,26 +15,49 @@ namespace dptrain::train {
 
 enum class RunStart {
   kNew,        // a folder that holds no results
-  kOverwrite,  // --overwrite: the earlier run's files are removed, a new run begins
+  kOverwrite,  // --overwrite: a new run begins; the earlier run's files go once it can start
   kResume,     // --resume: the run in the folder goes on (a new one if there is none)
+};
+
+// What a folder's run.json holds.
+struct RunRecord {
+  std::string run_id;  // 16 hex digits
+  // The job that started the run last (its launcher's job id): a restart or requeue of that job
+  // goes on with the run even where its command line says --overwrite.
+  std::string job;
+  // A run that began from another run's checkpoint (--resume FILE into a folder of its own):
+  // that file and its run. A restart before the run's first checkpoint goes on from the file,
+  // and the file stays resumable by name into this folder.
+  std::string resumed_from;
+  std::string resumed_from_run;
 };
 
 struct RunFolder {
   std::filesystem::path dir;
-  std::string run_id;
+  RunRecord record;
+  bool existing = false;          // the record was the folder's own (a resume of its run)
+  bool replaces_earlier = false;  // --overwrite: remove_earlier_run() once training can start
 };
 
-// Rank 0 only: makes (or reopens) the folder as `start` says, and gives its run's id: the one its
-// run.json holds when resuming, else a new one. Nothing is written yet (a start that fails leaves
-// an empty folder, which it removes).
+// Rank 0 only: makes (or reopens) the folder as `start` says, with its run's record: the one its
+// run.json holds when resuming, else a new one. Nothing is written or removed yet, so that a
+// start that fails leaves the folder as it was (or no folder, removed by the caller).
 RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
                           const config::Config& config, RunStart start);
 
-// run.json, once training can start.
-void write_run_file(const std::filesystem::path& dir, const std::string& run_id);
+// --overwrite, once training can start: run.json first (so that checkpoints a crash here left
+// belong to no run the folder names), then the earlier run's checkpoints and results.
+void remove_earlier_run(const std::filesystem::path& dir, const config::Config& config);
 
-// The run id a folder holds (its run.json), or nothing.
-std::optional<std::string> run_id_of(const std::filesystem::path& dir);
+// run.json, once training can start.
+void write_run_file(const std::filesystem::path& dir, const RunRecord& record);
+
+// The record a folder holds (its run.json), or nothing; an I/O error naming the file when it is
+// not one dptrain wrote.
+std::optional<RunRecord> run_record_of(const std::filesystem::path& dir);
+
+// Whether `id` has the form of a run id (it becomes a folder name under checkpoint.dir).
+bool is_run_id(const std::string& id);
 
 // checkpoint.dir/<run id>, or <output>/checkpoints when checkpoint.dir is empty.
 std::filesystem::path checkpoint_dir(const config::Config& config,

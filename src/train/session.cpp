@@ -154,7 +154,7 @@ void plan_steps(const config::Config& config, Session& s) {
 
 }  // namespace
 
-Session build_session(const config::Config& config, const dist::RankInfo& rank) {
+Session build_session(const config::Config& config, const dist::RankInfo& rank, SessionUse use) {
   apply_runtime(config, rank);
   // The backend first: a device that is not there fails before the data set is read.
   torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
@@ -162,10 +162,12 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   torch::nn::AnyModule model = model::make_model(config.model);
   s.parameter_specs = model::parameter_specs(*model.ptr());
   s.backend = parallel::make_backend(config.parallel, std::move(model), rank);
-  s.optimizer =
-      s.backend->make_optimizer([optimizer = config.optimizer](std::vector<torch::Tensor> params) {
-        return optim::make_optimizer(optimizer, std::move(params));
-      });
+  if (use == SessionUse::kTrain) {
+    s.optimizer = s.backend->make_optimizer(
+        [optimizer = config.optimizer](std::vector<torch::Tensor> params) {
+          return optim::make_optimizer(optimizer, std::move(params));
+        });
+  }
   check_precision_devices(config.precision, s.backend->devices());
   s.autocast = autocast_dtype(config.precision);
   s.scaler =
@@ -177,7 +179,7 @@ Session build_session(const config::Config& config, const dist::RankInfo& rank) 
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
 
   attach_loaders(config, s);
-  plan_steps(config, s);
+  if (use == SessionUse::kTrain) plan_steps(config, s);
   return s;
 }
 

@@ -39,8 +39,12 @@ struct Session {
 // it does not divide.
 int64_t per_rank_batch(int64_t batch_size, int world_size);
 
+// What a session is for: evaluation (`dptrain evaluate`) needs no optimizer and no plan of steps.
+enum class SessionUse { kTrain, kEvaluate };
+
 // Sets this process's intra-op threads, then builds the session. The backend comes first, so that
 // a device that is not there fails before the data set is read.
-Session build_session(const config::Config& config, const dist::RankInfo& rank);
+Session build_session(const config::Config& config, const dist::RankInfo& rank,
+                      SessionUse use = SessionUse::kTrain);
 
 }  // namespace dptrain::train

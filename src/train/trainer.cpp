@@ -13,6 +13,7 @@
 #include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
+#include "core/wall_clock.h"
 #include "model/state_dict.h"
 #include "parallel/devices.h"
 #include "parallel/zero_optimizer.h"
@@ -225,23 +226,32 @@ void evaluate_epoch(Session& s, EpochMetrics& m) {
   m.eval_sec = timer.seconds();
 }
 
+// How to go on after an interrupted or preempted run (from `where`): the exact command where
+// rank 0 knows it.
+std::string resume_hint(const Start& start, const std::string& where,
+                        const std::string& checkpoint) {
+  if (!start.resume_command.empty()) return "go on " + where + " with: " + start.resume_command;
+  return "run the same command with --resume auto" +
+         (checkpoint.empty() ? std::string() : " (or --resume " + checkpoint + ")") + " to go on " +
+         where;
+}
+
 // The error that ends a preempted run: exit status 75, so that a batch script can requeue it.
 core::Error preempted(const EpochMetrics& m, int64_t batches, const std::filesystem::path& path,
-                      bool writer) {
+                      bool writer, const Start& start) {
   const std::string where = where_in_epoch(m.epoch, m.batches, batches);
   return core::Error(
       core::ErrorCode::kPreempted,
       "stopped by " + core::preemption_signal_name() + " (a preemption notice) " + where + "; " +
           (writer ? "checkpoint written to " + path.string() : "rank 0 wrote the checkpoint"),
-      "run the same command with --resume auto (or --resume " + path.string() +
-          ") to go on from there");
+      resume_hint(start, "from there", path.string()));
 }
 
 // One run from its first (or resumed) epoch to its files: the epoch loop and what it keeps.
 class RunLoop {
  public:
   RunLoop(const config::Config& config, const std::filesystem::path& output_dir,
-          std::ostream& console, const dist::RankInfo& rank, const std::string& run_id)
+          std::ostream& console, const dist::RankInfo& rank, const Start& start)
       : config_(config),
         output_dir_(output_dir),
         console_(console),
@@ -249,9 +259,12 @@ class RunLoop {
         writer_(s_.backend->rank() == 0),
         devices_(parallel::format_devices(s_.backend->devices())),
         watcher_(config.early_stopping, config.checkpoint.save_best),
-        checkpoints_(config, checkpoint_dir(config, output_dir, run_id), writer_),
-        live_(console, writer_ && progress_wanted(config.log.progress)),
-        run_id_(run_id) {
+        checkpoints_(config, checkpoint_dir(config, output_dir, start.run.run_id), writer_),
+        // -q (log.level warn and above) leaves stdout d2l's final line alone.
+        chatty_(writer_ && config.log.level <= config::LogLevel::kInfo),
+        live_(console, chatty_ && progress_wanted(config.log.progress)),
+        run_id_(start.run.run_id),
+        begun_(start) {
     spdlog::info("training {} on {} ({} backend, {} threads), {} batches per epoch, output {}",
                  config.model.name, devices_, s_.backend->name(), torch::get_num_threads(),
                  s_.train_loader->batches_per_epoch(), output_dir.string());
@@ -302,7 +315,8 @@ class RunLoop {
                      dir.string());
       }
     }
-    write_run_file(output_dir_, run_id_);
+    if (begun_.replace_earlier) remove_earlier_run(output_dir_, config_);
+    write_run_file(output_dir_, begun_.run);
     core::write_file_atomic(output_dir_ / "config.json", config::to_json(config_).dump(2) + "\n");
     metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
   }
@@ -363,17 +377,15 @@ class RunLoop {
     // (srun --kill-on-bad-exit).
     std::vector<double> barrier = {0};
     s_.backend->all_reduce_sum(barrier);
-    throw preempted(m, s_.train_loader->batches_per_epoch(), path, writer_);
+    throw preempted(m, s_.train_loader->batches_per_epoch(), path, writer_, begun_);
   }
 
   // Evaluates a finished epoch, reports it, checkpoints; false when early stopping ends the run.
   bool record_epoch(EpochMetrics& m) {
     evaluate_epoch(s_, m);
     result_.epochs.push_back(m);
-    if (writer_) {
-      console_ << format_epoch_line(m, config_.train.epochs) << std::endl;
-      metrics_file_->append(m);
-    }
+    if (chatty_) console_ << format_epoch_line(m, config_.train.epochs) << std::endl;
+    if (writer_) metrics_file_->append(m);
     const EarlyStopWatch::Verdict verdict = watcher_.after_epoch(*s_.backend, m);
     checkpoints_.after_epoch(m.epoch, verdict.improved, steps_used_up(),
                              progress(m.epoch, 0, TrainingSums{}), *s_.backend, *s_.optimizer);
@@ -384,17 +396,25 @@ class RunLoop {
     RunSummary& summary = result_.summary;
     summary = summarize(result_.epochs);
     for (const auto& line : watcher_.finish(*s_.backend, result_.epochs, summary)) {
-      if (writer_) console_ << line << std::endl;
+      if (chatty_) console_ << line << std::endl;
     }
     summary.backend = s_.backend->name();
     for (const auto& d : s_.backend->devices()) summary.devices.push_back(d.str());
     summary.world_size = s_.backend->world_size();
     summary.precision = config::name_of(config_.precision);
     summary.libtorch_version = core::compat::libtorch_version();
+    summary.hosts = s_.backend->all_gather_text("summary-host", core::host_name());
+    summary.command = begun_.command;
+    summary.started_at = core::utc_iso8601(started_at_);
+    summary.finished_at = core::utc_iso8601(std::chrono::system_clock::now());
+    summary.dptrain_version = DPTRAIN_VERSION;
     if (!writer_) return;
     model::save_state_dict(output_dir_ / "model.pt",
                            named_host_copies(*s_.backend, s_.parameter_specs));
-    core::write_file_atomic(output_dir_ / "summary.json", to_json(summary).dump(2) + "\n");
+    // A command line need not be UTF-8: such bytes become U+FFFD.
+    core::write_file_atomic(
+        output_dir_ / "summary.json",
+        to_json(summary).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     console_ << format_summary_line(summary.test_acc, summary.sec_per_epoch, devices_) << std::endl;
   }
 
@@ -406,8 +426,11 @@ class RunLoop {
   const std::string devices_;
   EarlyStopWatch watcher_;
   Checkpointer checkpoints_;
+  const bool chatty_;  // rank 0 prints the epoch lines
   LiveProgress live_;
   const std::string run_id_;
+  const Start begun_;  // how the run was started (train() takes it by reference)
+  const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
   int64_t global_step_ = 0;  // optimizer steps taken since the run began
   Progress start_;
   TrainResult result_;
@@ -418,10 +441,18 @@ class RunLoop {
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
                   std::ostream& console, const dist::RankInfo& rank, const Start& start) {
-  RunLoop loop(config, output_dir, console, rank, start.run_id);
+  RunLoop loop(config, output_dir, console, rank, start);
   // A checkpoint holds the weights too: a requeued job that began from --init-from resumes.
   loop.begin(start);
-  return loop.run();
+  try {
+    return loop.run();
+  } catch (const core::Error& e) {
+    if (e.code() != core::ErrorCode::kInterrupted) throw;
+    // Ctrl-C writes no checkpoint: the run goes on from its newest one.
+    throw core::Error(e.code(), e.what(),
+                      "the finished epochs are in the run folder's metrics.jsonl; " +
+                          resume_hint(start, "from the newest checkpoint", ""));
+  }
 }
 
 }  // namespace dptrain::train

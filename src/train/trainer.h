@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "dist/rendezvous.h"
 #include "train/metrics.h"
+#include "train/run_dir.h"
 #include "train/session.h"
 
 namespace dptrain::train {
@@ -23,9 +24,15 @@ struct TrainResult {
 // checkpoint's parameters) instead of the seeded initialisation. Rank 0 chooses: the other ranks'
 // choices are not read, and every rank checks it holds rank 0's file (train/start_file.h).
 struct Start {
-  std::string run_id;  // the output folder's run (train/run_dir.h), written into its checkpoints
+  RunRecord run;  // the output folder's run (train/run_dir.h), whose id its checkpoints carry
+  bool replace_earlier = false;  // --overwrite: the folder's earlier run goes once this one starts
   std::optional<std::filesystem::path> resume;
   std::optional<std::filesystem::path> init_from;
+  // How it was started, for summary.json, and the command line that goes on from its newest
+  // checkpoint, for the messages of an interrupted or preempted run (empty: "the same command
+  // with --resume auto").
+  std::vector<std::string> command;
+  std::string resume_command;
 };
 
 // Trains as `config` says, as `rank` of its job (alone by default), from the start or as `start`

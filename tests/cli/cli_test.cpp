@@ -82,13 +82,15 @@ TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[c
 TEST_CASE("an unknown option or missing file is a usage error with status 2", "[cli]") {
   const auto unknown = run_dptrain("train --epochs 3");
   CHECK(unknown.status == 2);
-  CHECK_THAT(unknown.err, ContainsSubstring("not expected: 3 --epochs"));
+  CHECK(unknown.err ==
+        "usage error: dptrain train has no option --epochs\n"
+        "hint: config keys are set with --set: --set train.epochs=3\n");
   const auto missing = run_dptrain("train --config /nonexistent.json");
   CHECK(missing.status == 2);
   CHECK_THAT(missing.err, ContainsSubstring("--config: File does not exist: /nonexistent.json"));
-  const auto bare = run_dptrain("");
-  CHECK(bare.status == 2);
-  CHECK_THAT(bare.err, ContainsSubstring("A subcommand is required"));
+  const auto bare = run_dptrain("");  // as cargo and kubectl: the overview
+  CHECK(bare.status == 0);
+  CHECK_THAT(bare.out, ContainsSubstring("Subcommands:"));
 }
 
 TEST_CASE("missing data exits 4 and says where it looked", "[cli]") {
@@ -146,7 +148,7 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
   BackgroundRun run({"train", "--set", "data.dir=" + (dir / "data").string(), "--set",
                      "data.batch_size=2", "--set", "data.num_workers=2", "--set", "train.epochs=50",
                      "--set", "parallel.devices=cpu", "--set", "runtime.threads=1", "--set",
-                     "log.every_steps=1", "--output", out.string()});
+                     "log.every_steps=1", "--output", out.string(), "--overwrite"});
   REQUIRE(run.wait_for_stderr("epoch 1 batch 5/2000", 60));
   run.signal(SIGINT);
   const auto result = run.finish(10);
@@ -154,6 +156,13 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
   CHECK_THAT(result.err, Catch::Matchers::Matches(
                              R"((.|\n)*interrupted: interrupted by Ctrl-C \(SIGINT\) in epoch 1 )"
                              R"(after batch \d+ of 2000(.|\n)*)"));
+  // The hint is the command that goes on: this one, resuming.
+  CHECK_THAT(result.err,
+             ContainsSubstring("hint: the finished epochs are in the run folder's "
+                               "metrics.jsonl; go on from the newest checkpoint with: " +
+                               std::string(DPTRAIN_BINARY) + " train --set data.dir="));
+  // Without --overwrite, which typed again would start over.
+  CHECK_THAT(result.err, ContainsSubstring("--output " + out.string() + " --resume auto\n"));
   CHECK(std::filesystem::exists(out / "config.json"));
   CHECK_FALSE(std::filesystem::exists(out / "summary.json"));
 }

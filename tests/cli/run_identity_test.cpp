@@ -75,11 +75,94 @@ TEST_CASE("overwriting a run leaves nothing of it that a resume could pick up",
   CHECK_THAT(resumed.err, ContainsSubstring("resumed from " + (run / "checkpoints").string() +
                                             "/epoch-0001.pt: epoch 2"));
   CHECK(metrics_of(run).size() == 2);
-  // --overwrite beside --resume (a restart's or requeue's command line keeps it) removes nothing.
-  succeed(with(job(dir, 3, "0.05", run), {"--overwrite", "--resume", "auto"}));
+  // Beside --resume auto (an sbatch script's line holds both), --overwrite replaces the run on the
+  // job's first start; its requeue (SLURM_RESTART_COUNT 1) goes on with the run that start began.
+  const auto in_job = [](const std::string& job, int restarts) {
+    return std::vector<std::string>{
+        "SLURM_JOB_ID=" + job,      "SLURM_STEP_ID=0",
+        "SLURM_PROCID=0",           "SLURM_NTASKS=1",
+        "SLURM_NODELIST=localhost", "SLURM_RESTART_COUNT=" + std::to_string(restarts)};
+  };
+  const auto sbatch_line = [&](int epochs) {
+    return shell_words(with(job(dir, epochs, "0.05", run), {"--overwrite", "--resume", "auto"}));
+  };
+  const std::string second = run_id(run);
+  REQUIRE(run_dptrain(sbatch_line(2), {}, in_job("77", 0)).status == 0);
+  const std::string third = run_id(run);
+  CHECK(third != second);
+  CHECK(metrics_of(run).size() == 2);
+  const auto requeued = run_dptrain(sbatch_line(3), {}, in_job("77", 1));
+  INFO(requeued.err);
+  REQUIRE(requeued.status == 0);
+  CHECK_THAT(requeued.err, ContainsSubstring("resumed from " + (run / "checkpoints").string() +
+                                             "/epoch-0002.pt: epoch 3"));
+  CHECK(run_id(run) == third);
   CHECK(metrics_of(run).size() == 3);
   CHECK(files_in(run / "checkpoints") ==
         std::vector<std::string>{"epoch-0002.pt", "epoch-0003.pt"});
+  // A restart whose first attempt failed before it started finds another job's run there (as
+  // here job 78 finds 77's): that is the run --overwrite replaces, not one to go on with.
+  const auto other_job = run_dptrain(sbatch_line(1), {}, in_job("78", 1));
+  REQUIRE(other_job.status == 0);
+  CHECK(run_id(run) != third);
+  CHECK(metrics_of(run).size() == 1);
+}
+
+TEST_CASE("an --overwrite whose start fails leaves the earlier run as it was",
+          "[cli][resume][runs]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  const auto run = dir / "run";
+  succeed(job(dir, 2, "0.1", run));
+  const std::string first = run_id(run);
+  write_text(dir / "damaged.pt", "PK\x03\x04 cut");
+  const auto failed = run_dptrain(shell_words(with(
+      job(dir, 1, "0.1", run), {"--overwrite", "--init-from", (dir / "damaged.pt").string()})));
+  CHECK(failed.status == 5);
+  CHECK(run_id(run) == first);
+  CHECK(metrics_of(run).size() == 2);
+  CHECK(files_in(run / "checkpoints") ==
+        std::vector<std::string>{"epoch-0001.pt", "epoch-0002.pt"});
+  const auto both = run_dptrain(shell_words(
+      with(job(dir, 1, "0.1", run),
+           {"--overwrite", "--resume", (run / "checkpoints" / "epoch-0001.pt").string()})));
+  CHECK(both.status == 2);
+  CHECK_THAT(both.err, ContainsSubstring("--overwrite starts a new run, and --resume "));
+}
+
+TEST_CASE("a checkpoint resumed by name begins a run of its own, or goes on with its own run",
+          "[cli][resume][runs]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 400, 40);
+  succeed(job(dir, 2, "0.1", dir / "a"));
+  succeed(job(dir, 2, "0.1", dir / "b"));
+  const auto a1 = dir / "a" / "checkpoints" / "epoch-0001.pt";
+
+  // Into the folder of another run: refused, naming both runs.
+  const auto into_b =
+      run_dptrain(shell_words(with(job(dir, 3, "0.1", dir / "b"), {"--resume", a1.string()})));
+  CHECK(into_b.status == 5);
+  CHECK_THAT(into_b.err, ContainsSubstring(a1.string() + ": a checkpoint of run " +
+                                           run_id(dir / "a") + ", but " + (dir / "b").string() +
+                                           " holds run " + run_id(dir / "b")));
+
+  // Into a folder of its own: a new run, which remembers where it began.
+  const auto fork = dir / "fork";
+  succeed(with(job(dir, 2, "0.1", fork), {"--resume", a1.string()}));
+  const auto record = nlohmann::json::parse(dptrain::core::read_text_file(fork / "run.json"));
+  CHECK(record.at("run_id") != run_id(dir / "a"));
+  CHECK(record.at("resumed_from") == std::filesystem::absolute(a1).string());
+  CHECK(record.at("resumed_from_run") == run_id(dir / "a"));
+  // Its requeue with the same line is no other run's; a restart that finds no checkpoint of the
+  // run's own (as after a crash before its first) goes on from where it began, not from scratch.
+  succeed(with(job(dir, 2, "0.1", fork), {"--resume", a1.string()}));
+  std::filesystem::remove_all(fork / "checkpoints");
+  const auto restart = succeed(with(job(dir, 2, "0.1", fork), {"--resume", "auto"}));
+  CHECK_THAT(restart.err,
+             ContainsSubstring("going on from " + std::filesystem::absolute(a1).string() +
+                               ", where it began"));
+  CHECK_THAT(restart.err, ContainsSubstring("resumed from " +
+                                            std::filesystem::absolute(a1).string() + ": epoch 2"));
 }
 
 TEST_CASE("resuming never takes another run's checkpoint", "[cli][resume][runs]") {

@@ -112,7 +112,7 @@ TEST_CASE(
       CHECK(answer.at("keys") ==
             nlohmann::json::array({"dptrain_checkpoint", "record", "parameters", "best_weights",
                                    "optimizer", "cpu_rng"}));
-      CHECK(answer.at("format") == 3);
+      CHECK(answer.at("format") == 4);
       CHECK(answer.at("model") == "lenet");
       CHECK(answer.at("equal") == true);
       CHECK(answer.at("param_groups") ==

@@ -275,21 +275,19 @@ TEST_CASE("a checkpoint record nested 100,000 deep is a damaged record, not a cr
   CHECK(config::parse_json(std::string(64, '[') + std::string(64, ']')).is_array());
   TempDir dir;
   testing::write_text(dir / "deep.json", deep);
-  CHECK_THROWS_WITH(
-      config::load_config(dir / "deep.json", {}, {"lenet"}),
-      ContainsSubstring("deep.json: not valid JSON: [json.exception.out_of_range.406] "
-                        "nested deeper than 64 levels"));
+  CHECK_THROWS_WITH(config::load_config(dir / "deep.json", {}, {"lenet"}),
+                    ContainsSubstring("deep.json: not valid JSON: nested deeper than 64 levels"));
 }
 
 TEST_CASE("a sparse file that claims 16 GB costs what is read of it, not 16 GB",
           "[serialize][security]") {
   TempDir dir;
   const auto sparse = dir / "sparse.pt";
-  testing::write_text(sparse, "");
-  std::filesystem::resize_file(sparse, uint64_t{16} << 30);  // holes: no disk, no memory
+  testing::write_text(sparse, std::string("PK\x03\x04", 4));  // a zip's start, then its search
+  std::filesystem::resize_file(sparse, uint64_t{16} << 30);   // holes: no disk, no memory
   const auto specs = model::parameter_specs(*model::LeNet());
   const std::string outcome = testing::run_within_resident_memory(
       [&] { train::read_model_file(sparse, specs); }, kCeilingMb);
-  CHECK_THAT(outcome, ContainsSubstring("sparse.pt: neither a state_dict nor a dptrain checkpoint: "
-                                        "a damaged zip archive: no end-of-directory record"));
+  CHECK_THAT(outcome, ContainsSubstring("sparse.pt: the file is cut short (17179869184 bytes): a "
+                                        "zip archive whose end, its directory, is missing"));
 }

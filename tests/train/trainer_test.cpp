@@ -94,8 +94,9 @@ TEST_CASE("a few hundred steps on Fashion-MNIST learn far above chance", "[train
 TEST_CASE("a run writes config.json, metrics.jsonl, summary.json and d2l's line", "[train]") {
   TempDir out;
   std::ostringstream console;
-  const auto config =
-      short_run({"train.epochs=3", "train.limit_train_batches=2", "train.limit_eval_batches=2"});
+  // Epoch lines print at log.level info (the process's logger stays at warn: main_test.cpp).
+  const auto config = short_run({"train.epochs=3", "train.limit_train_batches=2",
+                                 "train.limit_eval_batches=2", "log.level=info"});
   train::train(config, out.path(), console);
 
   const auto resolved = nlohmann::json::parse(core::read_text_file(out / "config.json"));

@@ -1,0 +1,72 @@
+// Which experiment a command runs: its --config (or the defaults), or for evaluate and predict
+// the model file's own run, with the command's --set, -q and -v over it.
+#include <system_error>
+
+#include "app/commands.h"
+#include "config/json_text.h"
+#include "config/load.h"
+#include "core/fs.h"
+#include "model/registry.h"
+#include "train/checkpoint_file.h"
+
+namespace dptrain::app {
+namespace {
+
+// --set, then -q or -v: the flags win, as they are the later, more specific words.
+std::vector<std::string> overrides_of(const cli::Command& command) {
+  std::vector<std::string> overrides = command.overrides;
+  if (command.verbosity == cli::Verbosity::kQuiet) overrides.push_back("log.level=warn");
+  if (command.verbosity == cli::Verbosity::kVerbose) overrides.push_back("log.level=debug");
+  return overrides;
+}
+
+// A run's experiment as this machine evaluates it: the model, data, seed and precision are the
+// run's; where and how to compute (parallel.*, runtime.*) and what to log (log.*) are this
+// command's, the defaults: a run trained on two GPUs is evaluated on what is here, and a
+// config.json beside a model cannot make evaluate launch ranks. Text that is no JSON object is
+// passed on as it is, for the resolver to name what is wrong.
+std::string experiment_here(const std::string& run_text) {
+  try {
+    nlohmann::json tree = config::parse_json(run_text);
+    if (!tree.is_object()) return run_text;
+    for (const char* section : {"parallel", "runtime", "log"}) tree.erase(section);
+    return tree.dump();
+  } catch (const nlohmann::json::exception&) {
+    return run_text;
+  }
+}
+
+config::Config resolve_run_experiment(const cli::Command& command, const std::string& run_text,
+                                      const std::string& source) {
+  return config::resolve_config(experiment_here(run_text), source, overrides_of(command),
+                                model::model_names());
+}
+
+}  // namespace
+
+config::Config resolve(const cli::Command& command) {
+  return config::load_config(command.config_file, overrides_of(command), model::model_names());
+}
+
+config::Config resolve_for_model(const cli::Command& command, std::string& source) {
+  if (command.config_file) {
+    source = command.config_file->string() + " (--config)";
+    return resolve(command);
+  }
+  const std::filesystem::path& model = command.model_file;
+  if (const auto text = train::checkpoint_config_text(model)) {
+    source = "the checkpoint's own";
+    return resolve_run_experiment(command, *text, model.string() + " (its config)");
+  }
+  const std::filesystem::path beside = model.parent_path() / "config.json";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(beside, ec)) {
+    source = beside.string() + " (beside the model)";
+    return resolve_run_experiment(command, core::read_text_file(beside), beside.string());
+  }
+  source = "the defaults (no config.json beside the model; give the run's with --config)";
+  return config::resolve_config(std::nullopt, "defaults", overrides_of(command),
+                                model::model_names());
+}
+
+}  // namespace dptrain::app
