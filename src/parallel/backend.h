@@ -58,7 +58,8 @@ class Backend {
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
   // Every rank's `mine`, in rank order: small texts (a path, a digest), exchanged once per `key`
   // through the rendezvous store. One process: {mine}.
-  virtual std::vector<std::string> all_gather_text(const std::string& key, const std::string& mine) {
+  virtual std::vector<std::string> all_gather_text(const std::string& key,
+                                                   const std::string& mine) {
     (void)key;
     return {mine};
   }

@@ -116,7 +116,7 @@ TEST_CASE("a pickle that calls anything but a tensor rebuild is refused", "[mode
   // os.system("true"), as a malicious file would carry it.
   const std::string evil = stream("cos\nsystem\n" + binunicode("true") + "\x85R");
   CHECK_THROWS_WITH(read_plain(evil), ContainsSubstring("the global os.system, which a PyTorch "
-                                                       "file of weights does not name"));
+                                                        "file of weights does not name"));
 }
 
 TEST_CASE("pickle operands that run past the stream are refused before anything is read",
