@@ -263,7 +263,6 @@ class RunLoop {
         // -q (log.level warn and above) leaves stdout d2l's final line alone.
         chatty_(writer_ && config.log.level <= config::LogLevel::kInfo),
         live_(console, chatty_ && progress_wanted(config.log.progress)),
-        run_id_(start.run.run_id),
         begun_(start) {
     spdlog::info("training {} on {} ({} backend, {} threads), {} batches per epoch, output {}",
                  config.model.name, devices_, s_.backend->name(), torch::get_num_threads(),
@@ -272,11 +271,11 @@ class RunLoop {
 
   // Where the run begins: rank 0's checkpoint to resume, or else its weights to start from, each
   // read by every rank after checking that they all hold its bytes (train/start_file.h).
-  void begin(const Start& start) {
+  void begin() {
     if (const auto checkpoint =
-            agree_on_start_file(*s_.backend, "resume", start.resume, "the checkpoint to resume")) {
+            agree_on_start_file(*s_.backend, "resume", begun_.resume, "the checkpoint to resume")) {
       resume_from(*checkpoint);
-    } else if (const auto weights = agree_on_start_file(*s_.backend, "init", start.init_from,
+    } else if (const auto weights = agree_on_start_file(*s_.backend, "init", begun_.init_from,
                                                         "the weights to start from")) {
       copy_into_parameters(*s_.backend,
                            read_model_file(weights->path, weights->file, s_.parameter_specs));
@@ -309,7 +308,7 @@ class RunLoop {
   // The run's first files, once it can start (a start that fails leaves its folder as it was).
   void write_run_files() {
     // What a killed run left half-written is of no use to this one.
-    for (const auto& dir : {output_dir_, checkpoint_dir(config_, output_dir_, run_id_)}) {
+    for (const auto& dir : {output_dir_, checkpoint_dir(config_, output_dir_, begun_.run.run_id)}) {
       if (const int removed = core::remove_stale_temporaries(dir)) {
         spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
                      dir.string());
@@ -323,7 +322,7 @@ class RunLoop {
 
   void resume_from(const StartFile& checkpoint) {
     start_ = read_checkpoint(checkpoint.path, checkpoint.file, config_, *s_.backend, *s_.optimizer);
-    start_.run_id = run_id_;  // the folder's, which its checkpoints from now on carry
+    start_.run_id = begun_.run.run_id;  // the folder's, which its checkpoints from now on carry
     result_.epochs = start_.epochs;
     watcher_.restore(start_.early_stopping, start_.best_weights);
     s_.scaler.restore(start_.scaler);
@@ -339,7 +338,7 @@ class RunLoop {
 
   Progress progress(int64_t epoch, int64_t batches_done, const TrainingSums& partial) const {
     Progress p;
-    p.run_id = run_id_;
+    p.run_id = begun_.run.run_id;
     p.epoch = epoch;
     p.batches_done = batches_done;
     p.global_step = global_step_;
@@ -428,7 +427,6 @@ class RunLoop {
   Checkpointer checkpoints_;
   const bool chatty_;  // rank 0 prints the epoch lines
   LiveProgress live_;
-  const std::string run_id_;
   const Start begun_;  // how the run was started (train() takes it by reference)
   const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
   int64_t global_step_ = 0;  // optimizer steps taken since the run began
@@ -443,7 +441,7 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
                   std::ostream& console, const dist::RankInfo& rank, const Start& start) {
   RunLoop loop(config, output_dir, console, rank, start);
   // A checkpoint holds the weights too: a requeued job that began from --init-from resumes.
-  loop.begin(start);
+  loop.begin();
   try {
     return loop.run();
   } catch (const core::Error& e) {
