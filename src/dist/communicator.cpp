@@ -21,14 +21,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "core/collective_wait.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
+#include "core/wall_clock.h"
+#include "dist/heartbeat.h"
 #include "dist/job_store.h"
+#include "dist/peers.h"
 
 namespace dptrain::dist {
 namespace {
@@ -38,16 +43,54 @@ using core::ErrorCode;
 using core::message_of;
 
 #if DPTRAIN_WITH_GLOO
-// Gloo's endpoint: the interface GLOO_SOCKET_IFNAME names (as in PyTorch), the loopback when the
-// whole job is on this machine, else the address this host's name resolves to.
-std::shared_ptr<::gloo::transport::Device> gloo_device(bool one_machine) {
-  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+// Gloo's endpoint as dist/endpoint.h chose it: an address, or an interface (GLOO_SOCKET_IFNAME).
+std::shared_ptr<::gloo::transport::Device> gloo_device(const Endpoint& endpoint) {
+  if (endpoint.address.empty()) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(endpoint.interface);
   }
-  if (one_machine) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  return c10d::ProcessGroupGloo::createDefaultDevice();
+  return c10d::ProcessGroupGloo::createDeviceForHostname(endpoint.address);
 }
 #endif
+
+constexpr std::chrono::milliseconds kBeatPeriod{1000};
+// How long after the timeout the watchdog waits before it ends a rank still stuck in the group's
+// first connect: Gloo's own timeout error, which says more, comes first when it comes at all.
+constexpr std::chrono::milliseconds kWatchdogGrace{3000};
+
+// NCCL's sockets (its bootstrap, and its transport without InfiniBand) on the interface that
+// reaches the master, unless the user named one.
+void point_nccl_at(const Endpoint& endpoint, const RankInfo& info) {
+  if (info.one_machine() || endpoint.interface.empty()) return;
+  if (const char* given = std::getenv("NCCL_SOCKET_IFNAME"); given && *given) return;
+  setenv("NCCL_SOCKET_IFNAME", endpoint.interface.c_str(), 1);
+}
+
+// The watchdog's question while the group forms: did another rank give up (then end now, with
+// its reason), or is the deadline past (then name who never came)?
+Heartbeat::Check group_watch(const RankInfo& info, std::chrono::milliseconds timeout) {
+  const std::string who = "rank " + std::to_string(info.rank);
+  return [=](const PeerBook& book, bool store_answers,
+             bool past_deadline) -> std::optional<Heartbeat::Verdict> {
+    if (store_answers) {
+      if (const auto failure = book.first_failure(); failure && failure->first != info.rank) {
+        return Heartbeat::Verdict{who + ": rank " + std::to_string(failure->first) +
+                                      " gave up before the group formed: " + failure->second,
+                                  "see that rank's error"};
+      }
+    }
+    if (!past_deadline) return std::nullopt;
+    std::string why = "the store does not answer";
+    if (store_answers) {
+      const std::vector<int> missing = book.never_arrived();
+      why = missing.empty() ? "every rank arrived, but not every connection was made"
+                            : rank_list(missing) + " never arrived";
+    }
+    return Heartbeat::Verdict{
+        who + ": the group did not form within " + core::seconds_text(timeout) + ": " + why,
+        "every rank must start, and reach the others' addresses (see the start lines: 'listens "
+        "on'); check the network between the machines, or set GLOO_SOCKET_IFNAME"};
+  };
+}
 
 }  // namespace
 
@@ -70,7 +113,7 @@ struct Communicator::Group {
 Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                            Transport transport, torch::Device device,
                            std::chrono::milliseconds timeout, const std::string& key_prefix,
-                           bool one_machine)
+                           const Endpoint& endpoint)
     : store_(std::move(store)),
       rank_(rank),
       world_size_(world_size),
@@ -100,7 +143,7 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
     } else {
 #if DPTRAIN_WITH_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      options->devices.push_back(gloo_device(one_machine));
+      options->devices.push_back(gloo_device(endpoint));
       group_->collectives =
           c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank_, world_size_, options);
 #else
@@ -113,37 +156,14 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   } catch (const std::exception& e) {
     const std::vector<int> missing = never_arrived(*store_, key_prefix, world_size_);
     const std::string absent = missing.empty() ? "" : rank_list(missing) + " never arrived; ";
-    throw Error(ErrorCode::kDistributed,
-                rank_text + ": could not connect to the other " + std::to_string(world_size_ - 1) +
-                    " ranks over " + transport_name(transport_) + " within " +
-                    core::seconds_text(timeout) + ": " + absent + message_of(e),
+    const std::string message = rank_text + ": could not connect to the other " +
+                                std::to_string(world_size_ - 1) + " ranks over " +
+                                transport_name(transport_) + " within " +
+                                core::seconds_text(timeout) + ": " + absent + message_of(e);
+    PeerBook(store_, key_prefix, world_size_).post_failure(rank_, message);
+    throw Error(ErrorCode::kDistributed, message,
                 "every rank must start and reach this point; see the other ranks' errors");
   }
-}
-
-std::string arrival_key(const std::string& key_prefix, int rank) {
-  return key_prefix + "arrived/" + std::to_string(rank);
-}
-
-std::vector<int> never_arrived(c10d::Store& store, const std::string& key_prefix, int world) {
-  std::vector<int> missing;
-  try {
-    for (int r = 0; r < world; ++r) {
-      if (!store.check({arrival_key(key_prefix, r)})) missing.push_back(r);
-    }
-  } catch (const std::exception&) {
-    return {};  // the store is gone too: nothing to say about the ranks
-  }
-  return missing;
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string list;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i > 0) list += i + 1 == ranks.size() ? " and " : ", ";
-    list += std::to_string(ranks[i]);
-  }
-  return (ranks.size() == 1 ? "rank " : "ranks ") + list;
 }
 
 Communicator::~Communicator() = default;
@@ -151,10 +171,27 @@ Communicator::~Communicator() = default;
 std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport transport,
                                                  torch::Device device,
                                                  std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  refuse_loopback_master(info);
   JobStore job = open_job_store(info, plan_store(info, process_environment()), timeout);
+  job.store->set(arrival_key(job.key_prefix, info.rank), std::vector<uint8_t>{1});
+  PeerBook book(job.store, job.key_prefix, info.world_size);
+  const Endpoint endpoint = choose_endpoint(info, process_environment(), book, deadline);
+  if (transport == Transport::kNccl) point_nccl_at(endpoint, info);
+  book.publish(info.rank,
+               {info.node_rank, endpoint.address, endpoint.interface, core::host_name()});
+  spdlog::info("ddp: rank {} listens on {}", info.rank, describe(endpoint));
+  auto heartbeat = std::make_unique<Heartbeat>(
+      PeerBook(job.connect_again(2 * kBeatPeriod), job.key_prefix, info.world_size), info.rank,
+      kBeatPeriod);
+  heartbeat->arm(deadline + kWatchdogGrace, group_watch(info, timeout));
   auto comm = std::make_unique<Communicator>(job.store, info.rank, info.world_size, transport,
-                                             device, timeout, job.key_prefix, info.one_machine());
+                                             device, timeout, job.key_prefix, endpoint);
+  heartbeat->disarm();
   comm->served_ = std::move(job.served);
+  comm->heartbeat_ = std::move(heartbeat);
+  comm->ranks_per_node_ = std::max(info.local_world_size, 1);
+  comm->store_where_ = info.master_addr + ":" + std::to_string(info.master_port) + " (node 0)";
   return comm;
 }
 
@@ -163,10 +200,40 @@ void Communicator::fail(const std::string& what, const std::exception& cause) co
   if (core::interrupt_requested()) {
     throw Error(ErrorCode::kInterrupted, "rank " + std::to_string(rank_) + ": stopped by Ctrl-C");
   }
+  const std::string silent = who_went_silent();
+  if (!silent.empty()) {
+    throw Error(ErrorCode::kDistributed,
+                "rank " + std::to_string(rank_) + ": " + what + " failed: " + silent + " (" +
+                    message_of(cause) + ")",
+                "check that machine: whether its ranks are running (their own errors say why "
+                "they stopped), and whether this machine reaches it (network, firewall)");
+  }
   throw Error(ErrorCode::kDistributed,
               "rank " + std::to_string(rank_) + ": " + what + " failed: " + message_of(cause),
               "another rank has probably stopped: see its error; a rank that is alive but stuck "
               "is given up on after parallel.timeout_s");
+}
+
+std::string Communicator::who_went_silent() const {
+  if (!heartbeat_) return "";
+  const std::chrono::milliseconds silence = heartbeat_->store_silence();
+  if (silence.count() > 0) {
+    return "the store at " + store_where_ + " has not answered this rank for " +
+           core::seconds_text(silence) + ": node 0 is down, or unreachable from here";
+  }
+  const PeerBook& book = heartbeat_->book();
+  const std::vector<int64_t> before = book.beats();
+  std::this_thread::sleep_for(2 * heartbeat_->period() + std::chrono::milliseconds(200));
+  const std::vector<int64_t> after = book.beats();
+  if (before.empty() || after.empty()) return "";
+  std::string silent;
+  int count = 0;
+  for (int r = 0; r < world_size_; ++r) {
+    if (r == rank_ || after[r] != before[r]) continue;
+    silent += (count++ == 0 ? "" : ", ") + describe_peer(r, r / ranks_per_node_, book.record(r));
+  }
+  if (count == 0) return "";
+  return silent + (count == 1 ? " has" : " have") + " stopped beating";
 }
 
 Communicator::Pending::Pending(c10::intrusive_ptr<c10d::Work> work, const Communicator* owner,

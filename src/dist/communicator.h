@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "dist/endpoint.h"
 #include "dist/rendezvous.h"
 
 namespace dptrain::dist {
 
+class Heartbeat;
 class ServedStore;
 
 enum class Transport { kGloo, kNccl };
@@ -24,20 +26,13 @@ const char* transport_name(Transport transport);
 // Whether this LibTorch build has NCCL (the CUDA builds do; Debian's CPU build does not).
 bool nccl_available();
 
-// The store key that rank `rank` sets on reaching the rendezvous, under the job's and generation's
-// `key_prefix` (dist/store_plan.h): what a failed rendezvous reads to name the ranks that never
-// came.
-std::string arrival_key(const std::string& key_prefix, int rank);
-// The ranks below `world` whose arrival key `store` lacks ({} when the store cannot be read).
-std::vector<int> never_arrived(c10d::Store& store, const std::string& key_prefix, int world);
-// "ranks 2 and 3", "rank 1".
-std::string rank_list(const std::vector<int>& ranks);
-
 class Communicator {
  public:
   // Joins the job `info` describes: serves the store (rank 0, when no launcher does) or reaches
-  // it, as dist/store_plan.h decides, then builds the group. Waits for the other ranks up to
-  // `timeout`.
+  // it, as dist/store_plan.h decides, chooses where to listen (dist/endpoint.h), says so in the
+  // store and starts beating (dist/heartbeat.h), then builds the group. Waits for the other ranks
+  // up to `timeout`, and a few seconds more at most: then the heartbeat's watchdog ends the
+  // process, naming the ranks that never came.
   static std::unique_ptr<Communicator> join(const RankInfo& info, Transport transport,
                                             torch::Device device,
                                             std::chrono::milliseconds timeout);
@@ -45,10 +40,11 @@ class Communicator {
   // A group over an existing store (tests run ranks as threads over one in-process store).
   // `key_prefix`: of every key this group writes (the job's and its restart count's), so that a
   // restarted job never reads what the dead ranks left in a store that outlived them.
-  // `one_machine`: Gloo then listens on the loopback alone.
+  // `endpoint`: where Gloo listens (the loopback, for ranks of one machine).
   Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size, Transport transport,
                torch::Device device, std::chrono::milliseconds timeout,
-               const std::string& key_prefix = "dptrain/none/open/0/", bool one_machine = true);
+               const std::string& key_prefix = "dptrain/none/open/0/",
+               const Endpoint& endpoint = {"127.0.0.1", "lo", "every rank is on this machine"});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -87,10 +83,16 @@ class Communicator {
   // How many all-reduces this rank has launched: tests count them against the buckets.
   int64_t all_reduces_launched() const { return all_reduces_launched_; }
 
-  // Rethrows a failure inside a collective as a dptrain error naming this rank and `what`.
+  // Rethrows a failure inside a collective as a dptrain error naming this rank, `what`, and the
+  // ranks that stopped beating (or the store that stopped answering), with their nodes and
+  // addresses.
   [[noreturn]] void fail(const std::string& what, const std::exception& cause) const;
 
  private:
+  // "rank 1 (node 1, 10.78.0.2 on eth0) stopped beating", or "" without a heartbeat or a
+  // culprit; waits two beats to tell a silent rank from a live one.
+  std::string who_went_silent() const;
+
   struct Group;
   std::unique_ptr<ServedStore> served_;  // rank 0's, when it serves the store: outlives the rest
   c10::intrusive_ptr<c10d::Store> store_;
@@ -100,6 +102,10 @@ class Communicator {
   Transport transport_;
   std::unique_ptr<Group> group_;
   int64_t all_reduces_launched_ = 0;
+  // Communicator::join's: stopped before the store it talks to.
+  std::unique_ptr<Heartbeat> heartbeat_;
+  int ranks_per_node_ = 1;   // a rank's node when it never said: rank / ranks_per_node_
+  std::string store_where_;  // "10.78.0.1:29500 (node 0)": for a store that stops answering
 };
 
 }  // namespace dptrain::dist

@@ -70,9 +70,13 @@ JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
   switch (plan.kind) {
     case StorePlan::Kind::kInProcess:
       job.store = c10::make_intrusive<c10d::HashStore>();
+      job.connect_again = [store = job.store](std::chrono::milliseconds) { return store; };
       return job;
     case StorePlan::Kind::kTorchrunAgent:
       job.store = torchrun_store(info, plan, timeout);
+      job.connect_again = [info, plan](std::chrono::milliseconds request_timeout) {
+        return torchrun_store(info, plan, request_timeout);
+      };
       return job;
     case StorePlan::Kind::kDptrain:
       break;
@@ -94,6 +98,9 @@ JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
       plan.serve ? fixed({"127.0.0.1", job.served->port(), secret}) : endpoint_source(plan);
   try {
     job.store = c10::make_intrusive<StoreClient>(source, timeout, timeout);
+    job.connect_again = [source, timeout](std::chrono::milliseconds request_timeout) {
+      return c10::make_intrusive<StoreClient>(source, timeout, request_timeout);
+    };
   } catch (const Error& e) {
     throw Error(ErrorCode::kDistributed, "rank " + std::to_string(info.rank) + ": " + e.what(),
                 e.hint());

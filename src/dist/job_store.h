@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,10 @@ struct JobStore {
   std::unique_ptr<ServedStore> served;  // when this rank serves it: must outlive every client
   c10::intrusive_ptr<c10d::Store> store;
   std::string key_prefix;
+  // Another connection to the same store whose requests give up after `request_timeout`: for a
+  // thread of its own (the heartbeat), which must neither queue behind nor block the rank's.
+  std::function<c10::intrusive_ptr<c10d::Store>(std::chrono::milliseconds request_timeout)>
+      connect_again;
 };
 
 // Distributed errors name the rank, the store's address and a hint.

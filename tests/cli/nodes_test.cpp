@@ -1,6 +1,7 @@
-// dptrain's launcher over two "machines" on this one (--nnodes 2, two launchers of two ranks
-// each): a node that never starts is named, and a node that dies ends the other within the
-// timeout, leaving no process and no empty run folder.
+// dptrain's launcher over two machines (--nnodes 2, two launchers of two ranks each): a node that
+// never starts is named, and a node that dies ends the other within the timeout, leaving no
+// process and no empty run folder. Node 0 alone runs on this machine's loopback; two nodes run on
+// test hosts (support/test_hosts.h), since a node other than 0 refuses a loopback master.
 #include "support/catch.h"
 
 #include <signal.h>
@@ -9,20 +10,23 @@
 #include <thread>
 
 #include "support/fixtures.h"
+#include "support/skip.h"
+#include "support/test_hosts.h"
 
 using namespace dptrain::testing;
 
 namespace {
 
 std::vector<std::string> node(const TempDir& dir, int node_rank, int port,
-                              const std::filesystem::path& out) {
+                              const std::filesystem::path& out,
+                              const std::string& master = "127.0.0.1") {
   std::vector<std::string> args = {"train",
                                    "--nnodes",
                                    "2",
                                    "--node-rank",
                                    std::to_string(node_rank),
                                    "--master-addr",
-                                   "127.0.0.1",
+                                   master,
                                    "--master-port",
                                    std::to_string(port),
                                    "--output",
@@ -64,11 +68,13 @@ TEST_CASE(
     "a node whose launcher is killed ends the other node within the timeout, leaving no "
     "process",
     "[cli][ddp][nodes]") {
+  if (const auto why = TestHosts::unavailable()) DPTRAIN_SKIP(*why);
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
-  const int port = free_port();
-  BackgroundRun node0(node(dir, 0, port, dir / "run"), kSecret);
-  BackgroundRun node1(node(dir, 1, port, dir / "run1"), kSecret);
+  const TestHosts hosts(2, TestHosts::Naming::kCluster);
+  const int port = 29532;
+  BackgroundRun node0(node(dir, 0, port, dir / "run", "host0"), kSecret, hosts.on(0));
+  BackgroundRun node1(node(dir, 1, port, dir / "run1", "host0"), kSecret, hosts.on(1));
   REQUIRE(node0.wait_for_stderr("epoch 1 batch 3/10", 90));
   const std::vector<int> pids1 = started_rank_pids(node1.stderr_text());
   REQUIRE(pids1.size() == 2);
@@ -106,9 +112,11 @@ TEST_CASE(
 
   // Node 1 with a secret of its own: node 0's store refuses its ranks, which give up after the
   // timeout saying so, and node 0 names them as never arrived.
-  BackgroundRun node0(node(dir, 0, port, dir / "run"), kSecret);
-  BackgroundRun node1(node(dir, 1, port, dir / "run1"),
-                      {"DPTRAIN_JOB_SECRET=ffffffffffffffffffffffffffffffff"});
+  if (const auto why = TestHosts::unavailable()) DPTRAIN_SKIP(*why);
+  const TestHosts hosts(2, TestHosts::Naming::kCluster);
+  BackgroundRun node0(node(dir, 0, port, dir / "run", "host0"), kSecret, hosts.on(0));
+  BackgroundRun node1(node(dir, 1, port, dir / "run1", "host0"),
+                      {"DPTRAIN_JOB_SECRET=ffffffffffffffffffffffffffffffff"}, hosts.on(1));
   const auto stranger = node1.finish(/*timeout_s=*/30);
   const auto host = node0.finish(/*timeout_s=*/30);
   CHECK(stranger.status == 8);

@@ -140,8 +140,10 @@ int free_port() {
 }
 
 BackgroundRun::BackgroundRun(const std::vector<std::string>& args,
-                             const std::vector<std::string>& env) {
-  std::vector<std::string> argv_strings = {DPTRAIN_BINARY};
+                             const std::vector<std::string>& env,
+                             const std::vector<std::string>& launcher) {
+  std::vector<std::string> argv_strings = launcher;
+  argv_strings.push_back(DPTRAIN_BINARY);
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_strings) argv.push_back(a.data());
@@ -168,7 +170,7 @@ BackgroundRun::BackgroundRun(const std::vector<std::string>& args,
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  const int failed = posix_spawn(&pid, argv[0], &files, &attributes, argv.data(), envp.data());
+  const int failed = posix_spawnp(&pid, argv[0], &files, &attributes, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attributes);
   if (failed != 0) throw std::runtime_error("posix_spawn of dptrain failed");

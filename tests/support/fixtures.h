@@ -76,8 +76,10 @@ int free_port();
 // watch it and send it signals. Killed (SIGKILL) if still running when destroyed.
 class BackgroundRun {
  public:
+  // `launcher`: words run before the binary, which exec it (a test host's, support/test_hosts.h).
   explicit BackgroundRun(const std::vector<std::string>& args,
-                         const std::vector<std::string>& env = {});
+                         const std::vector<std::string>& env = {},
+                         const std::vector<std::string>& launcher = {});
   ~BackgroundRun();
   BackgroundRun(const BackgroundRun&) = delete;
   BackgroundRun& operator=(const BackgroundRun&) = delete;

@@ -1,0 +1,134 @@
+#include "dist/route.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+
+namespace dptrain::dist {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+using AddressList = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
+
+AddressList lookup(const std::string& host, const std::string& who) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const int status = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (status != 0 || found == nullptr) {
+    throw Error(ErrorCode::kDistributed,
+                who + ": the master address \"" + host +
+                    "\" does not resolve here: " + gai_strerror(status),
+                "give --master-addr (or MASTER_ADDR) a name every machine resolves, or an "
+                "address");
+  }
+  return {found, &freeaddrinfo};
+}
+
+// IPv4 first: a name with both kinds of address is reached the way most clusters are set up.
+std::vector<const addrinfo*> ordered(const addrinfo* list) {
+  std::vector<const addrinfo*> v4, v6;
+  for (const addrinfo* a = list; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) v4.push_back(a);
+    if (a->ai_family == AF_INET6) v6.push_back(a);
+  }
+  v4.insert(v4.end(), v6.begin(), v6.end());
+  return v4;
+}
+
+std::string numeric(const sockaddr* address, socklen_t length) {
+  char text[NI_MAXHOST] = {};
+  if (getnameinfo(address, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) return {};
+  std::string result = text;
+  // A link-local IPv6 address carries its scope ("fe80::1%eth0"); the address alone is compared.
+  return result.substr(0, result.find('%'));
+}
+
+socklen_t length_of(int family) {
+  return family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+}
+
+// The interface that lists `address`, or "" (127.0.1.1 is reached over lo without being listed).
+std::string interface_holding(const std::string& address) {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return {};
+  std::string name;
+  for (const ifaddrs* i = all; i != nullptr && name.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    const int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (numeric(i->ifa_addr, length_of(family)) == address) name = i->ifa_name;
+  }
+  freeifaddrs(all);
+  return name;
+}
+
+}  // namespace
+
+bool is_loopback_address(const std::string& address) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, address.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    // ::ffff:127.x.y.z, an IPv4 loopback address written as IPv6
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+std::string resolve_host(const std::string& host, const std::string& who) {
+  const AddressList list = lookup(host, who);
+  for (const addrinfo* a : ordered(list.get())) {
+    std::string text = numeric(a->ai_addr, a->ai_addrlen);
+    if (!text.empty()) return text;
+  }
+  throw Error(ErrorCode::kDistributed,
+              who + ": the master address \"" + host + "\" resolves to no IPv4 or IPv6 address",
+              "give --master-addr (or MASTER_ADDR) an address");
+}
+
+LocalRoute route_to(const std::string& host, const std::string& who) {
+  const AddressList list = lookup(host, who);
+  std::string why = "no IPv4 or IPv6 address";
+  for (const addrinfo* a : ordered(list.get())) {
+    const int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    // Connecting a UDP socket sends nothing: it asks the routing table for the source address.
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    const bool routed = connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+                        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+    if (!routed) why = std::strerror(errno);
+    close(fd);
+    if (!routed) continue;
+    LocalRoute route;
+    route.address = numeric(reinterpret_cast<const sockaddr*>(&local), length);
+    route.interface = interface_holding(route.address);
+    route.loopback = is_loopback_address(route.address);
+    return route;
+  }
+  throw Error(ErrorCode::kDistributed,
+              who + ": no route from this machine to the master address \"" + host + "\": " + why,
+              "check the machine's network (ip route get ADDRESS), or give GLOO_SOCKET_IFNAME the "
+              "interface to use");
+}
+
+}  // namespace dptrain::dist
