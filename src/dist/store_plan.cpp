@@ -84,6 +84,13 @@ StorePlan plan_store(const RankInfo& info, const EnvLookup& env) {
     return plan;
   }
   plan.kind = StorePlan::Kind::kDptrain;
+  if (info.launcher == "torchrun") {
+    // torchrun's restart counts are each agent's own (a node that joins a running job counts from
+    // 0), so they cannot name a generation all nodes agree on. None is needed here: each
+    // generation gets a store of its own (rank 0's, which ends with it) at the port torchrun picked
+    // for the round, which the job id carries.
+    plan.key_prefix = key_prefix(info.job_id, plan.secret, 0);
+  }
   if (info.launcher == "dptrain") {
     if (plan.secret.empty()) {
       fail(info, "dptrain's launcher gave no job secret", "start the ranks with dptrain itself");

@@ -160,6 +160,21 @@ TEST_CASE("torchrun's agent store is used as it is, dptrain's launcher's with it
   CHECK(ours.key_prefix.rfind("dptrain/dptrain-41000/", 0) == 0);
   CHECK(plan_of({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}})
             .kind == StorePlan::Kind::kDptrain);
+  // Without the agent's store, a node that joined later (restart count 0) meets one restarted
+  // twice: torchrun's port for the round tells generations apart, not the counts.
+  for (const char* count : {"0", "2"}) {
+    const StorePlan joined = plan_of({{"RANK", "1"},
+                                      {"WORLD_SIZE", "2"},
+                                      {"LOCAL_RANK", "0"},
+                                      {"LOCAL_WORLD_SIZE", "1"},
+                                      {"MASTER_ADDR", "node0"},
+                                      {"MASTER_PORT", "38349"},
+                                      {"TORCHELASTIC_RESTART_COUNT", count},
+                                      {"DPTRAIN_JOB_SECRET", kSecret}});
+    CHECK(joined.kind == StorePlan::Kind::kDptrain);
+    CHECK(joined.key_prefix.rfind("dptrain/none-38349/", 0) == 0);
+    CHECK(joined.key_prefix.substr(joined.key_prefix.size() - 3) == "/0/");
+  }
   CHECK(dist::plan_store(dist::RankInfo{}, env_of({})).kind == StorePlan::Kind::kInProcess);
 }
 

@@ -82,7 +82,9 @@ void TestHosts::remove() const {
   std::string script = "ip netns del " + prefix_ + "s 2>/dev/null || true;";
   for (int h = 0; h < count_; ++h) {
     const std::string ns = prefix_ + "h" + std::to_string(h);
-    script += "ip netns del " + ns + " 2>/dev/null || true;";
+    // Whatever still runs there (a launcher's orphaned ranks) goes with its host.
+    script += "ip netns pids " + ns + " 2>/dev/null | xargs -r kill -9; ip netns del " + ns +
+              " 2>/dev/null || true;";
     std::error_code ec;
     std::filesystem::remove_all(netns_etc(ns), ec);
   }
@@ -99,6 +101,10 @@ void TestHosts::cut(int host) const {
   if (shell("ip -n " + prefix_ + "s link set " + outside + " down") != 0) {
     throw std::runtime_error("could not cut host " + std::to_string(host) + "'s link");
   }
+}
+
+void TestHosts::kill_all(int host) const {
+  shell("ip netns pids " + prefix_ + "h" + std::to_string(host) + " | xargs -r kill -9");
 }
 
 }  // namespace dptrain::testing

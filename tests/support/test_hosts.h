@@ -38,6 +38,8 @@ class TestHosts {
   // Pulls host `host`'s cable out of the switch: its packets are dropped from now on, without a
   // reset on either side (as a failed link or a powered-off machine behaves).
   void cut(int host) const;
+  // Kills (SIGKILL) every process on host `host`, as a machine that dies.
+  void kill_all(int host) const;
 
  private:
   void remove() const;  // every namespace and hosts file this made; quiet about what is gone
