@@ -12,6 +12,7 @@ packages=(
   "${torch_packages[@]}"
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev libstb-dev
   dataset-fashion-mnist
+  iproute2  # the tests' test hosts (network namespaces)
   "$@"
 )
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# ddp across two machines against one: two test hosts (network namespaces joined by a veth pair,
+# 10.79.0.1 and 10.79.0.2, made and removed here; needs root) each run one CPU rank under
+# dptrain's launcher as the README's multi-node recipe says, against the same two ranks on this
+# machine alone. Prints sec/epoch and rank 0's share of training time spent waiting in gradient
+# all-reduces (comm_wait_sec), for the default buckets and for small ones (parallel.bucket_mb,
+# which starts all-reduces earlier in backward), and with `tc netem` delays of 2 and 10 ms each
+# way where the kernel has netem.
+#
+#   scripts/bench_hosts.sh [--threads N] [--epochs E] [--repeats R]
+#
+# N threads per rank (default: half the cores). Full epochs of Fashion-MNIST, global batch 256.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/bench/options.sh"
+bench_options "$0" "$@"
+[[ $(id -u) -eq 0 ]] || { echo "bench_hosts: network namespaces need root" >&2; exit 1; }
+source "$root/scripts/bench/common.sh"
+
+ns=dptbench$$
+secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+cleanup_hosts() {
+  for h in 0 1; do
+    ip netns pids "$ns$h" 2>/dev/null | xargs -r kill -9
+    ip netns del "$ns$h" 2>/dev/null || true
+  done
+}
+trap 'cleanup_hosts; rm -rf "$work"' EXIT
+for h in 0 1; do ip netns add "$ns$h"; ip -n "$ns$h" link set lo up; done
+ip link add "v$$a" type veth peer name "v$$b"
+ip link set "v$$a" netns "${ns}0"
+ip link set "v$$b" netns "${ns}1"
+ip -n "${ns}0" addr add 10.79.0.1/24 dev "v$$a"
+ip -n "${ns}1" addr add 10.79.0.2/24 dev "v$$b"
+ip -n "${ns}0" link set "v$$a" up
+ip -n "${ns}1" link set "v$$b" up
+
+delays=(0)
+if ip netns exec "${ns}0" tc qdisc add dev "v$$a" root netem delay 1ms 2>/dev/null; then
+  ip netns exec "${ns}0" tc qdisc del dev "v$$a" root
+  delays+=(2 10)
+else
+  echo "note: this kernel has no netem (tc qdisc ... netem): delays of 2 and 10 ms not measured"
+fi
+
+set_delay() {  # set_delay MS: each way
+  for h in 0 1; do
+    local dev="v$$a"
+    [[ $h -eq 1 ]] && dev="v$$b"
+    ip netns exec "$ns$h" tc qdisc del dev "$dev" root 2>/dev/null || true
+    [[ $1 -gt 0 ]] && ip netns exec "$ns$h" tc qdisc add dev "$dev" root netem delay "${1}ms"
+  done
+  return 0
+}
+
+common() {  # the settings every run shares
+  echo --set train.epochs="$epochs" --set data.placement=host --set data.dir="$data_dir" \
+    --set log.level=warn --set parallel.backend=ddp --set runtime.threads="$half"
+}
+
+run_one() {  # run_one TAG BUCKET_MB: two ranks on this machine
+  # shellcheck disable=SC2046
+  "$bin" train $(common) --set 'parallel.devices=["cpu","cpu"]' --set parallel.bucket_mb="$2" \
+    --output "$work/run-$1" >"$work/run-$1.log" 2>&1 || { cat "$work/run-$1.log" >&2; exit 1; }
+}
+
+run_hosts() {  # run_hosts TAG BUCKET_MB: one rank on each test host
+  local port=$((29600 + RANDOM % 1000)) pids=()
+  for h in 0 1; do
+    # shellcheck disable=SC2046
+    DPTRAIN_JOB_SECRET=$secret ip netns exec "$ns$h" "$bin" train $(common) \
+      --set 'parallel.devices=["cpu"]' --set parallel.bucket_mb="$2" --nnodes 2 --node-rank "$h" \
+      --master-addr 10.79.0.1 --master-port "$port" --output "$work/run-$1$([[ $h -eq 1 ]] && echo -node1)" \
+      >"$work/run-$1-$h.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { cat "$work/run-$1-"*.log >&2; exit 1; }; done
+}
+
+figures() {  # figures TAG: "sec/epoch wait-share" of rank 0's run
+  "$py" -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
+s=json.load(open(sys.argv[1] + "/summary.json"))
+print(s["sec_per_epoch"], sum(r["comm_wait_sec"] for r in rows) / sum(r["train_sec"] for r in rows))' \
+    "$work/run-$1"
+}
+
+settings=("one 25" "one 0.05")
+for d in "${delays[@]}"; do settings+=("hosts-${d}ms 25" "hosts-${d}ms 0.05"); done
+
+machine_line
+echo "settings: $half threads per rank, $epochs epoch(s) per run, $repeats rounds, data $data_dir"
+declare -A secs shares
+for ((r = 1; r <= repeats; r++)); do
+  while read -r s; do
+    read -r name bucket <<<"$s"
+    tag="$name-$bucket-$r"
+    if [[ $name == one ]]; then
+      run_one "$tag" "$bucket"
+    else
+      delay=${name#hosts-}
+      set_delay "${delay%ms}"
+      run_hosts "$tag" "$bucket"
+    fi
+    read -r sec share <<<"$(figures "$tag")"
+    secs[$s]+="$sec "
+    shares[$s]+="$share "
+    printf 'round %d: %-10s bucket_mb %-5s %6.2f sec/epoch, all-reduce wait %.1f%%\n' \
+      "$r" "$name" "$bucket" "$sec" "$(awk -v w="$share" 'BEGIN {print 100 * w}')"
+  done < <(printf '%s\n' "${settings[@]}" | shuf)
+done
+
+echo
+printf '%-10s %9s %12s %12s %14s\n' setting bucket_mb "sec/epoch" "time vs one" "all-reduce wait"
+m_one=$(median ${secs["one 25"]})
+for s in "${settings[@]}"; do
+  read -r name bucket <<<"$s"
+  m=$(median ${secs[$s]})
+  printf '%-10s %9s %12.2f %11.2fx %13.1f%%\n' "$name" "$bucket" "$m" \
+    "$(awk -v a="$m_one" -v b="$m" 'BEGIN {print b / a}')" \
+    "$(awk -v w="$(median ${shares[$s]})" 'BEGIN {print 100 * w}')"
+done
