@@ -65,14 +65,23 @@ void point_nccl_at(const Endpoint& endpoint, const RankInfo& info) {
   setenv("NCCL_SOCKET_IFNAME", endpoint.interface.c_str(), 1);
 }
 
+// Disarms the watchdog however the group's forming ends: a verdict must not end a rank that is
+// already reporting its own error, nor one whose group formed.
+struct Disarm {
+  Heartbeat* heartbeat;
+  ~Disarm() {
+    if (heartbeat != nullptr) heartbeat->disarm();
+  }
+};
+
 // The watchdog's question while the group forms: did another rank give up (then end now, with
 // its reason), or is the deadline past (then name who never came)?
-Heartbeat::Check group_watch(const RankInfo& info, std::chrono::milliseconds timeout) {
-  const std::string who = "rank " + std::to_string(info.rank);
+Heartbeat::Check group_watch(int rank, std::chrono::milliseconds timeout) {
+  const std::string who = "rank " + std::to_string(rank);
   return [=](const PeerBook& book, bool store_answers,
              bool past_deadline) -> std::optional<Heartbeat::Verdict> {
     if (store_answers) {
-      if (const auto failure = book.first_failure(); failure && failure->first != info.rank) {
+      if (const auto failure = book.first_failure(); failure && failure->first != rank) {
         return Heartbeat::Verdict{who + ": rank " + std::to_string(failure->first) +
                                       " gave up before the group formed: " + failure->second,
                                   "see that rank's error"};
@@ -87,8 +96,8 @@ Heartbeat::Check group_watch(const RankInfo& info, std::chrono::milliseconds tim
     }
     return Heartbeat::Verdict{
         who + ": the group did not form within " + core::seconds_text(timeout) + ": " + why,
-        "every rank must start, and reach the others' addresses (see the start lines: 'listens "
-        "on'); check the network between the machines, or set GLOO_SOCKET_IFNAME"};
+        "every rank must start and reach the others' addresses (rank 0's log says where it "
+        "listens); check the network between the machines, or set GLOO_SOCKET_IFNAME"};
   };
 }
 
@@ -113,7 +122,7 @@ struct Communicator::Group {
 Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                            Transport transport, torch::Device device,
                            std::chrono::milliseconds timeout, const std::string& key_prefix,
-                           const Endpoint& endpoint)
+                           const Endpoint& endpoint, Heartbeat* heartbeat)
     : store_(std::move(store)),
       rank_(rank),
       world_size_(world_size),
@@ -125,6 +134,13 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(key_prefix + "group", store_);
   keys_ = prefixed;
   const std::string rank_text = "rank " + std::to_string(rank_);
+  // After a failure the store may be gone too: the heartbeat's connection gives up within seconds.
+  PeerBook book = heartbeat ? heartbeat->book() : PeerBook(store_, key_prefix, world_size_);
+  if (heartbeat) {
+    heartbeat->arm(std::chrono::steady_clock::now() + timeout + kWatchdogGrace,
+                   group_watch(rank_, timeout));
+  }
+  const Disarm disarm{heartbeat};
   try {
     store_->set(arrival_key(key_prefix, rank_), std::vector<uint8_t>{1});
     if (transport_ == Transport::kNccl) {
@@ -154,13 +170,13 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    const std::vector<int> missing = never_arrived(*store_, key_prefix, world_size_);
+    const std::vector<int> missing = book.never_arrived();
     const std::string absent = missing.empty() ? "" : rank_list(missing) + " never arrived; ";
     const std::string message = rank_text + ": could not connect to the other " +
                                 std::to_string(world_size_ - 1) + " ranks over " +
                                 transport_name(transport_) + " within " +
                                 core::seconds_text(timeout) + ": " + absent + message_of(e);
-    PeerBook(store_, key_prefix, world_size_).post_failure(rank_, message);
+    book.post_failure(rank_, message);
     throw Error(ErrorCode::kDistributed, message,
                 "every rank must start and reach this point; see the other ranks' errors");
   }
@@ -178,16 +194,18 @@ std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport
   PeerBook book(job.store, job.key_prefix, info.world_size);
   const Endpoint endpoint = choose_endpoint(info, process_environment(), book, deadline);
   if (transport == Transport::kNccl) point_nccl_at(endpoint, info);
-  book.publish(info.rank,
-               {info.node_rank, endpoint.address, endpoint.interface, core::host_name()});
-  spdlog::info("ddp: rank {} listens on {}", info.rank, describe(endpoint));
+  const std::string address =
+      endpoint.address.empty() ? address_of_interface(endpoint.interface) : endpoint.address;
+  book.publish(info.rank, {info.node_rank, address, endpoint.interface, core::host_name()});
+  spdlog::info("ddp: rank {} {} {}", info.rank,
+               transport == Transport::kGloo ? "listens on" : "reaches the others from",
+               describe(endpoint));
   auto heartbeat = std::make_unique<Heartbeat>(
       PeerBook(job.connect_again(2 * kBeatPeriod), job.key_prefix, info.world_size), info.rank,
       kBeatPeriod);
-  heartbeat->arm(deadline + kWatchdogGrace, group_watch(info, timeout));
-  auto comm = std::make_unique<Communicator>(job.store, info.rank, info.world_size, transport,
-                                             device, timeout, job.key_prefix, endpoint);
-  heartbeat->disarm();
+  auto comm =
+      std::make_unique<Communicator>(job.store, info.rank, info.world_size, transport, device,
+                                     timeout, job.key_prefix, endpoint, heartbeat.get());
   comm->served_ = std::move(job.served);
   comm->heartbeat_ = std::move(heartbeat);
   comm->ranks_per_node_ = std::max(info.local_world_size, 1);

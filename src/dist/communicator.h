@@ -30,9 +30,9 @@ class Communicator {
  public:
   // Joins the job `info` describes: serves the store (rank 0, when no launcher does) or reaches
   // it, as dist/store_plan.h decides, chooses where to listen (dist/endpoint.h), says so in the
-  // store and starts beating (dist/heartbeat.h), then builds the group. Waits for the other ranks
-  // up to `timeout`, and a few seconds more at most: then the heartbeat's watchdog ends the
-  // process, naming the ranks that never came.
+  // store and starts beating (dist/heartbeat.h), then builds the group. Waits for the store up to
+  // `timeout`, then for the group up to `timeout` and a few seconds more at most: then the
+  // heartbeat's watchdog ends the process, naming the ranks that never came.
   static std::unique_ptr<Communicator> join(const RankInfo& info, Transport transport,
                                             torch::Device device,
                                             std::chrono::milliseconds timeout);
@@ -40,11 +40,14 @@ class Communicator {
   // A group over an existing store (tests run ranks as threads over one in-process store).
   // `key_prefix`: of every key this group writes (the job's and its restart count's), so that a
   // restarted job never reads what the dead ranks left in a store that outlived them.
-  // `endpoint`: where Gloo listens (the loopback, for ranks of one machine).
+  // `endpoint`: where Gloo listens (the loopback, for ranks of one machine). `heartbeat`: join's,
+  // whose watchdog bounds the wait for the group and whose connection reads the store after a
+  // failure (the main one may wait out the timeout on a store that is gone); none in tests.
   Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size, Transport transport,
                torch::Device device, std::chrono::milliseconds timeout,
                const std::string& key_prefix = "dptrain/none/open/0/",
-               const Endpoint& endpoint = {"127.0.0.1", "lo", "every rank is on this machine"});
+               const Endpoint& endpoint = {"127.0.0.1", "lo", "every rank is on this machine"},
+               Heartbeat* heartbeat = nullptr);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

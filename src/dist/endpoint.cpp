@@ -43,7 +43,10 @@ const char* const kLoopbackHint =
 // Node 0 with the master on its loopback: the route to the first rank of another node that says
 // where it is.
 Endpoint route_to_another_node(const RankInfo& info, PeerBook& book, Clock::time_point deadline) {
-  while (Clock::now() < deadline && !core::interrupt_requested()) {
+  while (Clock::now() < deadline) {
+    if (core::interrupt_requested()) {
+      throw Error(ErrorCode::kInterrupted, rank_name(info) + ": stopped by Ctrl-C");
+    }
     if (const auto failure = book.first_failure()) {
       fail(book, info,
            rank_name(info) + ": rank " + std::to_string(failure->first) +
@@ -52,7 +55,7 @@ Endpoint route_to_another_node(const RankInfo& info, PeerBook& book, Clock::time
     }
     for (int r = 0; r < info.world_size; ++r) {
       const auto peer = book.record(r);
-      if (!peer || peer->node == info.node_rank) continue;
+      if (!peer || peer->node == info.node_rank || peer->address.empty()) continue;
       const LocalRoute route = route_to(peer->address, rank_name(info));
       return {route.address, route.interface,
               "the route to rank " + std::to_string(r) + " at " + peer->address +

@@ -68,8 +68,9 @@ void Heartbeat::run() {
       lock.unlock();
       const std::optional<Verdict> verdict = check(book_, answered, past);
       lock.lock();
-      // A group that formed meanwhile disarmed the watchdog: the verdict came too late to count.
-      if (verdict && check_) {
+      // A group that formed (or failed on its own) meanwhile disarmed the watchdog, or the
+      // heartbeat is stopping: the verdict came too late to count.
+      if (verdict && check_ && !stopping_) {
         spdlog::error("distributed error: {}", verdict->message);
         spdlog::error("hint: {}", verdict->hint);
         spdlog::default_logger()->flush();

@@ -98,8 +98,10 @@ JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
       plan.serve ? fixed({"127.0.0.1", job.served->port(), secret}) : endpoint_source(plan);
   try {
     job.store = c10::make_intrusive<StoreClient>(source, timeout, timeout);
-    job.connect_again = [source, timeout](std::chrono::milliseconds request_timeout) {
-      return c10::make_intrusive<StoreClient>(source, timeout, request_timeout);
+    // Reconnecting gives up as soon as a request would: a store that is gone must not hold up
+    // the heartbeat, nor a rank reporting why it stops.
+    job.connect_again = [source](std::chrono::milliseconds request_timeout) {
+      return c10::make_intrusive<StoreClient>(source, request_timeout, request_timeout);
     };
   } catch (const Error& e) {
     throw Error(ErrorCode::kDistributed, "rank " + std::to_string(info.rank) + ": " + e.what(),

@@ -32,7 +32,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 std::string describe_peer(int rank, int node, const std::optional<PeerRecord>& record) {
   std::string text = "rank " + std::to_string(rank) + " (node " + std::to_string(node);
-  if (record) {
+  if (record && !record->address.empty()) {
     text += ", " + record->address;
     if (!record->interface.empty()) text += " on " + record->interface;
     if (!record->host.empty()) text += ", host " + record->host;
@@ -98,12 +98,19 @@ void PeerBook::post_failure(int rank, const std::string& message) {
   try {
     store_->set(prefix_ + "failed/" + std::to_string(rank),
                 std::vector<uint8_t>(message.begin(), message.end()));
+    store_->add(prefix_ + "failures", 1);
   } catch (const std::exception&) {
     // The store is gone as well: the others find out from their own timeouts.
   }
 }
 
 std::optional<std::pair<int, std::string>> PeerBook::first_failure() const {
+  // One request while nobody failed (the watchdog asks every second): the count, then the keys.
+  try {
+    if (store_->add(prefix_ + "failures", 0) == 0) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
   for (int r = 0; r < world_size_; ++r) {
     if (auto message = read(prefix_ + "failed/" + std::to_string(r))) {
       return std::make_pair(r, *message);

@@ -53,9 +53,13 @@ std::vector<const addrinfo*> ordered(const addrinfo* list) {
 std::string numeric(const sockaddr* address, socklen_t length) {
   char text[NI_MAXHOST] = {};
   if (getnameinfo(address, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) return {};
-  std::string result = text;
-  // A link-local IPv6 address carries its scope ("fe80::1%eth0"); the address alone is compared.
-  return result.substr(0, result.find('%'));
+  return text;
+}
+
+// A link-local IPv6 address carries its scope ("fe80::1%eth0"): kept for binding, left out when
+// addresses are compared.
+std::string without_scope(const std::string& address) {
+  return address.substr(0, address.find('%'));
 }
 
 socklen_t length_of(int family) {
@@ -71,7 +75,9 @@ std::string interface_holding(const std::string& address) {
     if (i->ifa_addr == nullptr) continue;
     const int family = i->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
-    if (numeric(i->ifa_addr, length_of(family)) == address) name = i->ifa_name;
+    if (without_scope(numeric(i->ifa_addr, length_of(family))) == without_scope(address)) {
+      name = i->ifa_name;
+    }
   }
   freeifaddrs(all);
   return name;
@@ -122,7 +128,7 @@ LocalRoute route_to(const std::string& host, const std::string& who) {
     LocalRoute route;
     route.address = numeric(reinterpret_cast<const sockaddr*>(&local), length);
     route.interface = interface_holding(route.address);
-    route.loopback = is_loopback_address(route.address);
+    route.loopback = is_loopback_address(without_scope(route.address));
     return route;
   }
   throw Error(ErrorCode::kDistributed,

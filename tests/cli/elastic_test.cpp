@@ -90,7 +90,9 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   REQUIRE(std::filesystem::exists(first));
-  hosts.kill_all(1);  // node 1 dies: its agent and its rank
+  // torchrun's c10d rendezvous ranks the nodes by their names, so host0 holds rank 0 (and the
+  // store the ranks serve): node 1 dies, its agent and its rank.
+  hosts.kill_all(1);
   node1.reset();
   // Node 0's rank names the lost one, torchrun re-forms the job on node 0 alone, and it resumes.
   REQUIRE(node0.wait_for_stderr("rank 0 of 1 (node 0, local rank 0) from torchrun, restart 1", 90));

@@ -25,9 +25,10 @@ std::filesystem::path netns_etc(const std::string& netns) {
 std::optional<std::string> TestHosts::unavailable() {
   if (geteuid() != 0) return "test hosts skipped: network namespaces need root (CI runs as root)";
   const std::string probe = "dptprobe" + std::to_string(getpid());
-  if (shell("ip netns add " + probe + " 2>/dev/null && ip -n " + probe +
-            " link add br0 type bridge 2>/dev/null; s=$?; ip netns del " + probe +
-            " 2>/dev/null; exit $s") != 0) {
+  // Whatever fails, the probe's namespace goes.
+  if (shell("ip netns add " + probe + " 2>/dev/null || exit 1; s=0; ip -n " + probe +
+            " link add br0 type bridge 2>/dev/null || s=1; ip netns del " + probe +
+            " 2>/dev/null || true; exit $s") != 0) {
     return "test hosts skipped: `ip netns add` or a bridge in it failed here (no iproute2, or a "
            "container or chroot without network namespaces)";
   }
