@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# ddp across two machines against one: two test hosts (network namespaces joined by a veth pair,
-# 10.79.0.1 and 10.79.0.2, made and removed here; needs root) each run one CPU rank under
-# dptrain's launcher as the README's multi-node recipe says, against the same two ranks on this
-# machine alone. Prints sec/epoch and rank 0's share of training time spent waiting in gradient
-# all-reduces (comm_wait_sec), for the default buckets and for small ones (parallel.bucket_mb,
-# which starts all-reduces earlier in backward), and with `tc netem` delays of 2 and 10 ms each
-# way where the kernel has netem.
+# ddp across two machines against one: two test hosts (network namespaces, 10.79.0.1 and
+# 10.79.0.2, made and removed here; needs root) each run one CPU rank under dptrain's launcher as
+# the README's multi-node recipe says, against the same two ranks on this machine alone, with 0,
+# 2 and 10 ms of delay each way between the hosts (`tc netem` on a veth pair, or where the kernel
+# has no netem a userspace delay line: scripts/bench/delay_line.py). Prints sec/epoch and rank 0's
+# share of training time spent waiting in gradient all-reduces (comm_wait_sec), for the default
+# buckets and for small ones (parallel.bucket_mb, which starts all-reduces earlier in backward).
 #
 #   scripts/bench_hosts.sh [--threads N] [--epochs E] [--repeats R]
 #
@@ -19,7 +19,14 @@ source "$root/scripts/bench/common.sh"
 
 ns=dptbench$$
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+line_pid=""
+disconnect() {  # removes the link between the hosts, whichever kind it is
+  [[ -n $line_pid ]] && { kill "$line_pid" 2>/dev/null; wait "$line_pid" 2>/dev/null || true; }
+  line_pid=""
+  for h in 0 1; do ip -n "$ns$h" link del "l$$$h" 2>/dev/null || true; done
+}
 cleanup_hosts() {
+  disconnect
   for h in 0 1; do
     ip netns pids "$ns$h" 2>/dev/null | xargs -r kill -9
     ip netns del "$ns$h" 2>/dev/null || true
@@ -27,30 +34,37 @@ cleanup_hosts() {
 }
 trap 'cleanup_hosts; rm -rf "$work"' EXIT
 for h in 0 1; do ip netns add "$ns$h"; ip -n "$ns$h" link set lo up; done
-ip link add "v$$a" type veth peer name "v$$b"
-ip link set "v$$a" netns "${ns}0"
-ip link set "v$$b" netns "${ns}1"
-ip -n "${ns}0" addr add 10.79.0.1/24 dev "v$$a"
-ip -n "${ns}1" addr add 10.79.0.2/24 dev "v$$b"
-ip -n "${ns}0" link set "v$$a" up
-ip -n "${ns}1" link set "v$$b" up
 
-delays=(0)
-if ip netns exec "${ns}0" tc qdisc add dev "v$$a" root netem delay 1ms 2>/dev/null; then
-  ip netns exec "${ns}0" tc qdisc del dev "v$$a" root
-  delays+=(2 10)
-else
-  echo "note: this kernel has no netem (tc qdisc ... netem): delays of 2 and 10 ms not measured"
+# The link's kind: a veth pair with netem's delay on each end where the kernel has netem, else the
+# userspace delay line (scripts/bench/delay_line.py) between two TAP devices, for every row, 0 ms
+# included, so that its own cost is in each.
+link=netem
+ip link add "l$$"p type veth peer name "l$$"q
+if ! tc qdisc add dev "l$$"p root netem delay 1ms 2>/dev/null; then
+  link=line
+  echo "note: this kernel has no netem: the hosts talk through a userspace delay line"
 fi
+ip link del "l$$"p
 
-set_delay() {  # set_delay MS: each way
+connect() {  # connect MS: the hosts joined by a link that delays each frame MS ms each way
+  disconnect
+  if [[ $link == netem ]]; then
+    ip link add "l$$"0 type veth peer name "l$$"1
+  else
+    "$root/scripts/bench/delay_line.py" "l$$"0 "l$$"1 "$1" >"$work/line.log" 2>&1 &
+    line_pid=$!
+    for _ in $(seq 50); do grep -q ready "$work/line.log" 2>/dev/null && break; sleep 0.1; done
+  fi
   for h in 0 1; do
-    local dev="v$$a"
-    [[ $h -eq 1 ]] && dev="v$$b"
-    ip netns exec "$ns$h" tc qdisc del dev "$dev" root 2>/dev/null || true
-    [[ $1 -gt 0 ]] && ip netns exec "$ns$h" tc qdisc add dev "$dev" root netem delay "${1}ms"
+    ip link set "l$$$h" netns "$ns$h"
+    ip -n "$ns$h" addr add "10.79.0.$((h + 1))/24" dev "l$$$h"
+    # 64 KiB frames: the delay line carries a few large frames, not many small ones
+    [[ $link == line ]] && ip -n "$ns$h" link set "l$$$h" mtu 65000
+    ip -n "$ns$h" link set "l$$$h" up
+    if [[ $link == netem && $1 -gt 0 ]]; then
+      ip netns exec "$ns$h" tc qdisc add dev "l$$$h" root netem delay "${1}ms"
+    fi
   done
-  return 0
 }
 
 common() {  # the settings every run shares
@@ -85,11 +99,11 @@ print(s["sec_per_epoch"], sum(r["comm_wait_sec"] for r in rows) / sum(r["train_s
     "$work/run-$1"
 }
 
-settings=("one 25" "one 0.05")
-for d in "${delays[@]}"; do settings+=("hosts-${d}ms 25" "hosts-${d}ms 0.05"); done
+settings=("one 25" "one 0.05" "hosts-0ms 25" "hosts-0ms 0.05" "hosts-2ms 25" "hosts-10ms 25"
+  "hosts-10ms 0.05")
 
 machine_line
-echo "settings: $half threads per rank, $epochs epoch(s) per run, $repeats rounds, data $data_dir"
+echo "settings: $half threads per rank, $epochs epoch(s) per run, $repeats rounds, link $link, data $data_dir"
 declare -A secs shares
 for ((r = 1; r <= repeats; r++)); do
   while read -r s; do
@@ -99,7 +113,7 @@ for ((r = 1; r <= repeats; r++)); do
       run_one "$tag" "$bucket"
     else
       delay=${name#hosts-}
-      set_delay "${delay%ms}"
+      connect "${delay%ms}"
       run_hosts "$tag" "$bucket"
     fi
     read -r sec share <<<"$(figures "$tag")"
