@@ -20,10 +20,12 @@ source "$root/scripts/bench/common.sh"
 ns=dptbench$$
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 line_pid=""
+links=0  # each link's devices get names of their own: an old one may linger while it goes
+dev() { echo "l$$-$links-$1"; }  # dev HOST: that host's end of the current link
 disconnect() {  # removes the link between the hosts, whichever kind it is
   [[ -n $line_pid ]] && { kill "$line_pid" 2>/dev/null; wait "$line_pid" 2>/dev/null || true; }
   line_pid=""
-  for h in 0 1; do ip -n "$ns$h" link del "l$$$h" 2>/dev/null || true; done
+  for h in 0 1; do ip -n "$ns$h" link del "$(dev "$h")" 2>/dev/null || true; done
 }
 cleanup_hosts() {
   disconnect
@@ -39,30 +41,31 @@ for h in 0 1; do ip netns add "$ns$h"; ip -n "$ns$h" link set lo up; done
 # userspace delay line (scripts/bench/delay_line.py) between two TAP devices, for every row, 0 ms
 # included, so that its own cost is in each.
 link=netem
-ip link add "l$$"p type veth peer name "l$$"q
-if ! tc qdisc add dev "l$$"p root netem delay 1ms 2>/dev/null; then
+ip link add "$(dev 0)" type veth peer name "$(dev 1)"
+if ! tc qdisc add dev "$(dev 0)" root netem delay 1ms 2>/dev/null; then
   link=line
   echo "note: this kernel has no netem: the hosts talk through a userspace delay line"
 fi
-ip link del "l$$"p
+ip link del "$(dev 0)"
 
 connect() {  # connect MS: the hosts joined by a link that delays each frame MS ms each way
   disconnect
+  links=$((links + 1))
   if [[ $link == netem ]]; then
-    ip link add "l$$"0 type veth peer name "l$$"1
+    ip link add "$(dev 0)" type veth peer name "$(dev 1)"
   else
-    "$root/scripts/bench/delay_line.py" "l$$"0 "l$$"1 "$1" >"$work/line.log" 2>&1 &
+    "$root/scripts/bench/delay_line.py" "$(dev 0)" "$(dev 1)" "$1" >"$work/line-$links.log" 2>&1 &
     line_pid=$!
-    for _ in $(seq 50); do grep -q ready "$work/line.log" 2>/dev/null && break; sleep 0.1; done
+    for _ in $(seq 50); do grep -q ready "$work/line-$links.log" 2>/dev/null && break; sleep 0.1; done
   fi
   for h in 0 1; do
-    ip link set "l$$$h" netns "$ns$h"
-    ip -n "$ns$h" addr add "10.79.0.$((h + 1))/24" dev "l$$$h"
+    ip link set "$(dev "$h")" netns "$ns$h"
+    ip -n "$ns$h" addr add "10.79.0.$((h + 1))/24" dev "$(dev "$h")"
     # 64 KiB frames: the delay line carries a few large frames, not many small ones
-    [[ $link == line ]] && ip -n "$ns$h" link set "l$$$h" mtu 65000
-    ip -n "$ns$h" link set "l$$$h" up
+    [[ $link == line ]] && ip -n "$ns$h" link set "$(dev "$h")" mtu 65000
+    ip -n "$ns$h" link set "$(dev "$h")" up
     if [[ $link == netem && $1 -gt 0 ]]; then
-      ip netns exec "$ns$h" tc qdisc add dev "l$$$h" root netem delay "${1}ms"
+      ip netns exec "$ns$h" tc qdisc add dev "$(dev "$h")" root netem delay "${1}ms"
     fi
   done
 }

@@ -55,8 +55,8 @@ def main():
             _, _, out, frame = heapq.heappop(due)
             try:
                 os.write(out, frame)
-            except BlockingIOError:
-                pass  # the host's queue is full: dropped, as a congested link drops
+            except OSError:
+                pass  # the far end is down (EIO) or its queue full: dropped, as a link drops
 
 
 if __name__ == "__main__":
