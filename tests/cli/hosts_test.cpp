@@ -76,7 +76,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     if (const auto why = TestHosts::unavailable()) DPTRAIN_SKIP(*why); \
   } while (false)
 
-void trains_as_one_machine(TestHosts::Naming naming, const std::string& master) {
+// `chosen_by`: why rank 0's start line says it listens where it does.
+void trains_as_one_machine(TestHosts::Naming naming, const std::string& master,
+                           const std::string& chosen_by) {
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
   TestHosts hosts(2, naming);
@@ -90,6 +92,7 @@ void trains_as_one_machine(TestHosts::Naming naming, const std::string& master) 
   REQUIRE(end1.status == 0);
   // Each rank listens on its own test address, chosen by the route to the master.
   CHECK_THAT(end0.err, ContainsSubstring("rank 0 listens on " + TestHosts::address(0)));
+  CHECK_THAT(end0.err, ContainsSubstring(chosen_by));
   const auto one = one_machine_run(dir, 2);
   const auto two = dir / "node0";
   // The same sums in the same order: bit for bit the one machine's parameters and loss.
@@ -108,13 +111,25 @@ TEST_CASE(
     "[cli][ddp][hosts]") {
   SKIP_WITHOUT_TEST_HOSTS();
   // Each host's own name resolves to 127.0.1.1: Gloo's default device would bind the loopback.
-  trains_as_one_machine(TestHosts::Naming::kStockDebian, TestHosts::address(0));
+  trains_as_one_machine(TestHosts::Naming::kStockDebian, TestHosts::address(0),
+                        "(the route to the master " + TestHosts::address(0) + ")");
+}
+
+TEST_CASE(
+    "two stock Debian hosts that know each other's names: node 0, whose own name is a loopback "
+    "address, listens where the route to node 1 leaves",
+    "[cli][ddp][hosts]") {
+  SKIP_WITHOUT_TEST_HOSTS();
+  trains_as_one_machine(TestHosts::Naming::kStockDebianWithNames, TestHosts::name(0),
+                        "(the route to rank 1 at " + TestHosts::address(1) +
+                            ", since the master address resolves to this machine's loopback)");
 }
 
 TEST_CASE("two cluster hosts, the master given by name, train as one machine does",
           "[cli][ddp][hosts]") {
   SKIP_WITHOUT_TEST_HOSTS();
-  trains_as_one_machine(TestHosts::Naming::kCluster, TestHosts::name(0));
+  trains_as_one_machine(TestHosts::Naming::kCluster, TestHosts::name(0),
+                        "(the route to the master " + TestHosts::name(0) + ")");
 }
 
 TEST_CASE(

@@ -62,11 +62,14 @@ TestHosts::TestHosts(int count, Naming naming)
     std::filesystem::create_directories(netns_etc(ns));
     std::ofstream hosts(netns_etc(ns) / "hosts");
     hosts << "127.0.0.1 localhost\n";
-    if (naming == Naming::kStockDebian) {
-      hosts << "127.0.1.1 " << name(h) << "\n";
-    } else {
-      for (int other = 0; other < count; ++other)
+    for (int other = 0; other < count; ++other) {
+      if (other == h && naming != Naming::kCluster) {
+        hosts << "127.0.1.1 " << name(h) << "\n";
+      } else if (other != h && naming == Naming::kStockDebian) {
+        continue;  // no host knows the others' names
+      } else {
         hosts << address(other) << " " << name(other) << "\n";
+      }
     }
   }
   if (shell(script) != 0) {

@@ -18,6 +18,9 @@ class TestHosts {
     kStockDebian,
     // As a well-kept cluster's: /etc/hosts maps host0, host1, ... to their addresses everywhere.
     kCluster,
+    // Stock Debian machines on a network whose name server knows them: each host's own name is
+    // 127.0.1.1 there, the others' names their addresses.
+    kStockDebianWithNames,
   };
 
   // Why test hosts cannot be made here (not root, no `ip`, no namespaces), or nullopt.
