@@ -41,13 +41,6 @@ run_setting() {  # run_setting SETTING ROUND: prints sec/epoch
   esac
 }
 
-wait_share() {  # wait_share TAG: rank 0's all-reduce wait over its training time
-  "$py" -c 'import json,sys
-rows=[json.loads(l) for l in open(sys.argv[1])]
-print(sum(r["comm_wait_sec"] for r in rows) / sum(r["train_sec"] for r in rows))' \
-    "$work/run-$1/metrics.jsonl"
-}
-
 machine_line
 echo "settings: $threads threads in all, $epochs epoch(s) per run, $repeats rounds, data $data_dir"
 declare -A secs shares

@@ -94,14 +94,6 @@ run_hosts() {  # run_hosts TAG BUCKET_MB: one rank on each test host
   for p in "${pids[@]}"; do wait "$p" || { cat "$work/run-$1-"*.log >&2; exit 1; }; done
 }
 
-figures() {  # figures TAG: "sec/epoch wait-share" of rank 0's run
-  "$py" -c 'import json,sys
-rows=[json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
-s=json.load(open(sys.argv[1] + "/summary.json"))
-print(s["sec_per_epoch"], sum(r["comm_wait_sec"] for r in rows) / sum(r["train_sec"] for r in rows))' \
-    "$work/run-$1"
-}
-
 settings=("one 25" "one 0.05" "hosts-0ms 25" "hosts-0ms 0.05" "hosts-2ms 25" "hosts-10ms 25"
   "hosts-10ms 0.05")
 
@@ -119,7 +111,8 @@ for ((r = 1; r <= repeats; r++)); do
       connect "${delay%ms}"
       run_hosts "$tag" "$bucket"
     fi
-    read -r sec share <<<"$(figures "$tag")"
+    sec=$(run_sec_per_epoch "$tag")
+    share=$(wait_share "$tag")
     secs[$s]+="$sec "
     shares[$s]+="$share "
     printf 'round %d: %-10s bucket_mb %-5s %6.2f sec/epoch, all-reduce wait %.1f%%\n' \

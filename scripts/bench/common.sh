@@ -1,5 +1,6 @@
 # Shared by the bench scripts: build, find the data as dptrain does, run dptrain and read its
-# figures, medians. Source it after setting `root`; it sets `bin`, `data_dir`, `py` and `work`.
+# figures (sec/epoch, the all-reduce wait), medians. Source it after setting `root`; it sets
+# `bin`, `data_dir`, `py` and `work`.
 "$root/scripts/build.sh"
 bin=${BUILD_DIR:-$root/build}/dptrain
 # dptrain's own lookup (data/README.md), so that every program reads the same files.
@@ -21,8 +22,19 @@ dptrain_sec_per_epoch() {
   shift
   "$bin" train --set data.dir="$data_dir" --set log.level=warn "$@" --output "$work/run-$tag" \
     >"$work/run-$tag.log" 2>&1 || { cat "$work/run-$tag.log" >&2; exit 1; }
+  run_sec_per_epoch "$tag"
+}
+
+run_sec_per_epoch() {  # run_sec_per_epoch TAG: the mean training sec/epoch of $work/run-TAG
   "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sec_per_epoch"])' \
-    "$work/run-$tag/summary.json"
+    "$work/run-$1/summary.json"
+}
+
+wait_share() {  # wait_share TAG: rank 0's all-reduce wait over its training time in $work/run-TAG
+  "$py" -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1])]
+print(sum(r["comm_wait_sec"] for r in rows) / sum(r["train_sec"] for r in rows))' \
+    "$work/run-$1/metrics.jsonl"
 }
 
 median() {

@@ -34,6 +34,7 @@
 #include "dist/heartbeat.h"
 #include "dist/job_store.h"
 #include "dist/peers.h"
+#include "dist/route.h"
 
 namespace dptrain::dist {
 namespace {

@@ -1,9 +1,5 @@
 #include "dist/endpoint.h"
 
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <thread>
 
@@ -75,26 +71,6 @@ Endpoint route_to_another_node(const RankInfo& info, PeerBook& book, Clock::time
 }
 
 }  // namespace
-
-std::string address_of_interface(const std::string& interface) {
-  ifaddrs* all = nullptr;
-  if (getifaddrs(&all) != 0) return {};
-  std::string v4, v6;
-  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || interface != i->ifa_name) continue;
-    const int family = i->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    char text[NI_MAXHOST] = {};
-    const socklen_t length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    if (getnameinfo(i->ifa_addr, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) {
-      continue;
-    }
-    std::string& slot = family == AF_INET ? v4 : v6;
-    if (slot.empty()) slot = text;
-  }
-  freeifaddrs(all);
-  return v4.empty() ? v6 : v4;
-}
 
 void refuse_loopback_master(const RankInfo& info) {
   if (info.one_machine() || info.node_rank == 0 || info.master_addr.empty()) return;

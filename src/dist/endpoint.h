@@ -24,9 +24,6 @@ struct Endpoint {
   std::string chosen_by;  // "the route to the master 10.78.0.1", for the start line
 };
 
-// The interface's first IPv4 address (else IPv6), or "".
-std::string address_of_interface(const std::string& interface);
-
 // Before a rank that is not on node 0 looks for the store: a distributed error, at once, when the
 // master address is a loopback address here (it would wait out the timeout for a store that is
 // on another machine).

@@ -66,21 +66,34 @@ socklen_t length_of(int family) {
   return family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
 }
 
-// The interface that lists `address`, or "" (127.0.1.1 is reached over lo without being listed).
-std::string interface_holding(const std::string& address) {
+struct LocalAddress {
+  std::string interface;
+  int family;
+  std::string address;  // numeric, with an IPv6 scope where it has one
+};
+
+// Every IPv4 and IPv6 address this machine's interfaces list, in getifaddrs' order.
+std::vector<LocalAddress> local_addresses() {
   ifaddrs* all = nullptr;
   if (getifaddrs(&all) != 0) return {};
-  std::string name;
-  for (const ifaddrs* i = all; i != nullptr && name.empty(); i = i->ifa_next) {
+  std::vector<LocalAddress> found;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr) continue;
     const int family = i->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
-    if (without_scope(numeric(i->ifa_addr, length_of(family))) == without_scope(address)) {
-      name = i->ifa_name;
-    }
+    std::string text = numeric(i->ifa_addr, length_of(family));
+    if (!text.empty()) found.push_back({i->ifa_name, family, std::move(text)});
   }
   freeifaddrs(all);
-  return name;
+  return found;
+}
+
+// The interface that lists `address`, or "" (127.0.1.1 is reached over lo without being listed).
+std::string interface_holding(const std::string& address) {
+  for (const LocalAddress& local : local_addresses()) {
+    if (without_scope(local.address) == without_scope(address)) return local.interface;
+  }
+  return {};
 }
 
 }  // namespace
@@ -95,6 +108,16 @@ bool is_loopback_address(const std::string& address) {
     return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
   }
   return false;
+}
+
+std::string address_of_interface(const std::string& interface) {
+  std::string v6;
+  for (const LocalAddress& local : local_addresses()) {
+    if (local.interface != interface) continue;
+    if (local.family == AF_INET) return local.address;
+    if (v6.empty()) v6 = local.address;
+  }
+  return v6;
 }
 
 std::string resolve_host(const std::string& host, const std::string& who) {

@@ -19,6 +19,9 @@ struct LocalRoute {
 // stock Debian maps the machine's own name to 127.0.1.1, an address no interface lists.
 bool is_loopback_address(const std::string& address);
 
+// The interface's first IPv4 address (else its first IPv6 one), or "".
+std::string address_of_interface(const std::string& interface);
+
 // The numeric addresses `host` (a name or an address) resolves to here, IPv4 first. A distributed
 // error naming `host` and `who` when it resolves to none.
 std::string resolve_host(const std::string& host, const std::string& who);

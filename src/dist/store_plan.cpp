@@ -69,7 +69,13 @@ std::string key_prefix(const std::string& job_id, const std::string& secret, int
 StorePlan plan_store(const RankInfo& info, const EnvLookup& env) {
   StorePlan plan;
   plan.secret = secret_from_environment(env);
-  plan.key_prefix = key_prefix(info.job_id, plan.secret, info.restart_count);
+  // torchrun's restart counts are each agent's own (a node that joins a running job counts from
+  // 0), so they cannot name a generation all nodes agree on. Without its agent's store none is
+  // needed: each generation gets a store of its own (rank 0's, which ends with it) at the port
+  // torchrun picked for the round, which the job id carries.
+  const bool own_store_per_round = info.launcher == "torchrun" && !info.store_served_by_launcher;
+  plan.key_prefix =
+      key_prefix(info.job_id, plan.secret, own_store_per_round ? 0 : info.restart_count);
   if (info.master_addr.empty()) {
     if (info.world_size != 1) {
       fail(info, "no rendezvous address for " + std::to_string(info.world_size) + " ranks",
@@ -84,13 +90,6 @@ StorePlan plan_store(const RankInfo& info, const EnvLookup& env) {
     return plan;
   }
   plan.kind = StorePlan::Kind::kDptrain;
-  if (info.launcher == "torchrun") {
-    // torchrun's restart counts are each agent's own (a node that joins a running job counts from
-    // 0), so they cannot name a generation all nodes agree on. None is needed here: each
-    // generation gets a store of its own (rank 0's, which ends with it) at the port torchrun picked
-    // for the round, which the job id carries.
-    plan.key_prefix = key_prefix(info.job_id, plan.secret, 0);
-  }
   if (info.launcher == "dptrain") {
     if (plan.secret.empty()) {
       fail(info, "dptrain's launcher gave no job secret", "start the ranks with dptrain itself");
