@@ -8,7 +8,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "data/classes.h"
-#include "dist/rendezvous.h"
+#include "distributed/rendezvous.h"
 #include "train/evaluate_model.h"
 
 namespace dptrain::app {
@@ -19,8 +19,9 @@ int run_evaluate(const cli::Command& command, const std::vector<std::string>& ar
   if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kEvaluate)) {
     return *status;
   }
-  const dist::RankInfo rank =
-      dist::detect_launcher(dist::process_environment()).value_or(dist::RankInfo{});
+  const distributed::RankInfo rank =
+      distributed::detect_launcher(distributed::process_environment())
+          .value_or(distributed::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);
   spdlog::info("evaluating {} on its {} set, with the experiment of {}",
                command.model_file.string(), command.split, source);

@@ -6,8 +6,8 @@
 #include "config/load.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "dist/launcher.h"
-#include "dist/rendezvous.h"
+#include "distributed/launcher.h"
+#include "distributed/rendezvous.h"
 #include "model/registry.h"
 #include "parallel/devices.h"
 #include "train/session.h"
@@ -64,7 +64,7 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
   }
   // A batch that does not split over the ranks fails here, before any rank starts.
   train::per_rank_batch(config.data.batch_size, nodes.nnodes * local_ranks);
-  dist::LocalLaunch launch;
+  distributed::LocalLaunch launch;
   launch.local_ranks = local_ranks;
   launch.nnodes = nodes.nnodes;
   launch.node_rank = nodes.node_rank;
@@ -76,14 +76,14 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
     launch.max_restarts = max_restarts(command, config);
     launch.restart_argv = resuming(argv);
   }
-  return dist::run_local_ranks(argv, launch);
+  return distributed::run_local_ranks(argv, launch);
 }
 
 }  // namespace
 
 std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
                                           const std::vector<std::string>& argv, Purpose purpose) {
-  if (dist::detect_launcher(dist::process_environment())) return std::nullopt;
+  if (distributed::detect_launcher(distributed::process_environment())) return std::nullopt;
   if (config.parallel.backend != config::Backend::kDdp) return std::nullopt;
   const int local_ranks = parallel::local_rank_count(config.parallel.devices);
   if (local_ranks <= 1 && command.nodes.nnodes <= 1) return std::nullopt;

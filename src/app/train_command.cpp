@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/log.h"
-#include "dist/rendezvous.h"
+#include "distributed/rendezvous.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_file.h"
 #include "train/run_dir.h"
@@ -91,7 +91,8 @@ std::optional<std::filesystem::path> resume_point(const cli::Command& command,
 
 // Whether the folder's run is this job's own: one its earlier attempt began, which a restart or
 // requeue goes on with.
-bool run_of_this_job(const std::optional<std::filesystem::path>& dir, const dist::RankInfo& rank) {
+bool run_of_this_job(const std::optional<std::filesystem::path>& dir,
+                     const distributed::RankInfo& rank) {
   if (!dir || rank.restart_count == 0) return false;
   try {
     const auto record = train::run_record_of(*dir);
@@ -106,7 +107,7 @@ bool run_of_this_job(const std::optional<std::filesystem::path>& dir, const dist
 // an earlier attempt (a first attempt that failed before it could start left the earlier run,
 // which is replaced then). --resume alone goes on with the folder's run; else the folder must
 // hold none.
-train::RunStart run_start(const cli::Command& command, const dist::RankInfo& rank) {
+train::RunStart run_start(const cli::Command& command, const distributed::RankInfo& rank) {
   if (command.overwrite && !(command.resume && run_of_this_job(command.output_dir, rank))) {
     return train::RunStart::kOverwrite;
   }
@@ -128,7 +129,7 @@ void check_command_line(const cli::Command& command) {
 
 // Options that do nothing under this launch are usage errors, before anything starts.
 void check_launch_options(const cli::Command& command,
-                          const std::optional<dist::RankInfo>& launched) {
+                          const std::optional<distributed::RankInfo>& launched) {
   if (launched && command.nodes.given && launched->launcher != "dptrain") {
     usage_error(
         "--nnodes, --node-rank, --master-addr and --master-port are for dptrain's own "
@@ -147,7 +148,7 @@ void check_launch_options(const cli::Command& command,
 // Rank 0's choices: the output folder (into `output`) and its run, the file to start from, and the
 // command line that would go on from the run's newest checkpoint.
 train::Start choose_start(const cli::Command& command, const config::Config& config,
-                          const dist::RankInfo& rank, const std::vector<std::string>& argv,
+                          const distributed::RankInfo& rank, const std::vector<std::string>& argv,
                           std::filesystem::path& output) {
   train::Start start;
   start.command = argv;
@@ -168,10 +169,10 @@ train::Start choose_start(const cli::Command& command, const config::Config& con
 }
 
 int train_here(const cli::Command& command, const config::Config& config,
-               const std::optional<dist::RankInfo>& launched,
+               const std::optional<distributed::RankInfo>& launched,
                const std::vector<std::string>& argv) {
   check_launch_options(command, launched);
-  const dist::RankInfo rank = launched.value_or(dist::RankInfo{});
+  const distributed::RankInfo rank = launched.value_or(distributed::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);
   if (rank.rank == 0) {
     for (const std::string& warning : config::idle_key_warnings(config, rank.launcher)) {
@@ -213,7 +214,7 @@ int run_train(const cli::Command& command, const std::vector<std::string>& argv)
   if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kTrain)) {
     return *status;
   }
-  const auto launched = dist::detect_launcher(dist::process_environment());
+  const auto launched = distributed::detect_launcher(distributed::process_environment());
   if (command.nodes.given && !launched && config.parallel.backend != config::Backend::kDdp) {
     usage_error("--nnodes, --node-rank, --master-addr and --master-port launch ddp ranks",
                 "set parallel.backend to \"ddp\"");

@@ -11,7 +11,8 @@
 namespace dptrain::config {
 
 // `launcher`: what started this process ("none", "dptrain", "torchrun", "slurm", "mpirun"; see
-// dist::RankInfo). The warnings, one per idle key, for the keys that differ from their defaults.
+// distributed::RankInfo). The warnings, one per idle key, for the keys that differ from their
+// defaults.
 std::vector<std::string> idle_key_warnings(const Config& config, const std::string& launcher);
 
 }  // namespace dptrain::config

@@ -5,7 +5,7 @@
 namespace dptrain::parallel {
 
 DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
-                                                 std::unique_ptr<dist::Communicator> comm,
+                                                 std::unique_ptr<distributed::Communicator> comm,
                                                  int64_t bucket_bytes, int zero_stage)
     : model_(std::move(model)), device_(device), comm_(std::move(comm)) {
   model_.ptr()->to(device_);

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "parallel/backend.h"
 #include "parallel/grad_reducer.h"
 #include "parallel/zero_shard.h"
@@ -18,7 +18,7 @@ namespace dptrain::parallel {
 class DistributedDataParallel : public Backend {
  public:
   DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
-                          std::unique_ptr<dist::Communicator> comm, int64_t bucket_bytes,
+                          std::unique_ptr<distributed::Communicator> comm, int64_t bucket_bytes,
                           int zero_stage = 0);
 
   std::string name() const override { return "ddp"; }
@@ -49,7 +49,7 @@ class DistributedDataParallel : public Backend {
 
   torch::nn::AnyModule model_;
   torch::Device device_;
-  std::unique_ptr<dist::Communicator> comm_;
+  std::unique_ptr<distributed::Communicator> comm_;
   std::unique_ptr<ZeroShard> zero_;  // zero_stage 1 and 2 only
   std::unique_ptr<GradReducer> reducer_;
   std::vector<torch::Device> all_devices_;

@@ -11,8 +11,8 @@
 namespace dptrain::parallel {
 namespace {
 
-dist::Transport pick_transport(config::DistBackend choice, torch::Device device, int rank) {
-  if (choice == config::DistBackend::kGloo) return dist::Transport::kGloo;
+distributed::Transport pick_transport(config::DistBackend choice, torch::Device device, int rank) {
+  if (choice == config::DistBackend::kGloo) return distributed::Transport::kGloo;
   if (choice == config::DistBackend::kNccl) {
     if (!device.is_cuda()) {
       throw core::Error(core::ErrorCode::kConfig,
@@ -20,24 +20,24 @@ dist::Transport pick_transport(config::DistBackend choice, torch::Device device,
                             device.str() + ", and NCCL reduces only GPU tensors",
                         "use \"gloo\" (or \"auto\") for CPU ranks");
     }
-    return dist::Transport::kNccl;
+    return distributed::Transport::kNccl;
   }
   // auto: NCCL for GPUs, as torch does; Gloo where this build has no NCCL.
-  if (device.is_cuda() && dist::nccl_available()) return dist::Transport::kNccl;
-  return dist::Transport::kGloo;
+  if (device.is_cuda() && distributed::nccl_available()) return distributed::Transport::kNccl;
+  return distributed::Transport::kGloo;
 }
 
 std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::nn::AnyModule model,
-                                  const dist::RankInfo& rank) {
+                                  const distributed::RankInfo& rank) {
   const torch::Device device = device_for_local_rank(config.devices, rank.local_rank, rank.rank);
-  const dist::Transport transport = pick_transport(config.dist_backend, device, rank.rank);
-  spdlog::info("ddp: {} on {}, joining over {} at {}", dist::describe(rank), device.str(),
-               dist::transport_name(transport),
+  const distributed::Transport transport = pick_transport(config.dist_backend, device, rank.rank);
+  spdlog::info("ddp: {} on {}, joining over {} at {}", distributed::describe(rank), device.str(),
+               distributed::transport_name(transport),
                rank.master_addr.empty()
                    ? std::string("this process")
                    : rank.master_addr + ":" + std::to_string(rank.master_port));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
-  auto comm = dist::Communicator::join(rank, transport, device, timeout);
+  auto comm = distributed::Communicator::join(rank, transport, device, timeout);
   const auto bucket_bytes = static_cast<int64_t>(config.bucket_mb * 1024 * 1024);
   if (config.zero_stage > 0) {
     spdlog::info("ddp: ZeRO stage {}: the optimizer's state{} sharded over {} ranks",
@@ -51,7 +51,8 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model, const dist::RankInfo& rank) {
+                                      torch::nn::AnyModule model,
+                                      const distributed::RankInfo& rank) {
   if (config.backend == config::Backend::kDdp) return make_ddp(config, std::move(model), rank);
   if (rank.world_size > 1) {
     throw core::Error(core::ErrorCode::kConfig,

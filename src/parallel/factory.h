@@ -5,12 +5,13 @@
 #include <memory>
 
 #include "config/config.h"
-#include "dist/rendezvous.h"
+#include "distributed/rendezvous.h"
 #include "parallel/backend.h"
 
 namespace dptrain::parallel {
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model, const dist::RankInfo& rank);
+                                      torch::nn::AnyModule model,
+                                      const distributed::RankInfo& rank);
 
 }  // namespace dptrain::parallel

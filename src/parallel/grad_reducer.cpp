@@ -22,7 +22,7 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<int64_t>& para
   return buckets;
 }
 
-GradReducer::GradReducer(std::vector<torch::Tensor> params, dist::Communicator& comm,
+GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
                          int64_t bucket_bytes, torch::Tensor scatter_into)
     : comm_(comm), scatter_into_(std::move(scatter_into)) {
   if (scatter_into_.defined()) bucket_bytes = std::numeric_limits<int64_t>::max();

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace dptrain::parallel {
 
@@ -36,8 +36,8 @@ class GradReducer {
   // parameters' backward passes (its destructor removes the hooks). `scatter_into` (NCCL, ZeRO
   // stage 2): every parameter in one bucket, padded with zeros to world_size() times its size,
   // and reduce-scattered into it rather than all-reduced.
-  GradReducer(std::vector<torch::Tensor> params, dist::Communicator& comm, int64_t bucket_bytes,
-              torch::Tensor scatter_into = {});
+  GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
+              int64_t bucket_bytes, torch::Tensor scatter_into = {});
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -66,7 +66,7 @@ class GradReducer {
   torch::Tensor slot_view(size_t param);
 
   std::vector<torch::Tensor> params_;
-  dist::Communicator& comm_;
+  distributed::Communicator& comm_;
   torch::Tensor scatter_into_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket
@@ -77,7 +77,7 @@ class GradReducer {
   std::vector<bool> ready_;
   std::vector<size_t> missing_;
   size_t next_launch_ = 0;
-  std::vector<dist::Communicator::Pending> pending_;
+  std::vector<distributed::Communicator::Pending> pending_;
   bool armed_ = false;
   bool include_accumulated_ = false;
   double wait_seconds_ = 0;

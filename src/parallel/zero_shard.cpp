@@ -21,8 +21,8 @@ std::vector<int64_t> numels(const std::vector<torch::Tensor>& params) {
   return sizes;
 }
 
-bool uses_reduce_scatter(const dist::Communicator& comm, int stage) {
-  return stage >= 2 && comm.transport() == dist::Transport::kNccl;
+bool uses_reduce_scatter(const distributed::Communicator& comm, int stage) {
+  return stage >= 2 && comm.transport() == distributed::Transport::kNccl;
 }
 
 }  // namespace
@@ -37,7 +37,7 @@ std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64
   return order;
 }
 
-ZeroShard::ZeroShard(std::vector<torch::Tensor> params, dist::Communicator& comm, int stage,
+ZeroShard::ZeroShard(std::vector<torch::Tensor> params, distributed::Communicator& comm, int stage,
                      int64_t bucket_bytes)
     : comm_(comm),
       stage_(stage),

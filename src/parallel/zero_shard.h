@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "parallel/flat_layout.h"
 #include "parallel/grad_reducer.h"
 
@@ -24,7 +24,7 @@ class ZeroShard {
  public:
   // Moves `params` into the flat buffer (each parameter's data becomes a view of it), in the order
   // of the gradient buckets that `bucket_bytes` makes (one bucket when reduce-scattering).
-  ZeroShard(std::vector<torch::Tensor> params, dist::Communicator& comm, int stage,
+  ZeroShard(std::vector<torch::Tensor> params, distributed::Communicator& comm, int stage,
             int64_t bucket_bytes);
 
   int stage() const { return stage_; }
@@ -50,7 +50,7 @@ class ZeroShard {
   double sum(double local);
 
  private:
-  dist::Communicator& comm_;
+  distributed::Communicator& comm_;
   int stage_;
   bool reduce_scatters_;
   std::vector<torch::Tensor> params_;

@@ -251,7 +251,7 @@ core::Error preempted(const EpochMetrics& m, int64_t batches, const std::filesys
 class RunLoop {
  public:
   RunLoop(const config::Config& config, const std::filesystem::path& output_dir,
-          std::ostream& console, const dist::RankInfo& rank, const Start& start)
+          std::ostream& console, const distributed::RankInfo& rank, const Start& start)
       : config_(config),
         output_dir_(output_dir),
         console_(console),
@@ -438,7 +438,7 @@ class RunLoop {
 }  // namespace
 
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console, const dist::RankInfo& rank, const Start& start) {
+                  std::ostream& console, const distributed::RankInfo& rank, const Start& start) {
   RunLoop loop(config, output_dir, console, rank, start);
   // A checkpoint holds the weights too: a requeued job that began from --init-from resumes.
   loop.begin();

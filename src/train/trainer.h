@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dist/rendezvous.h"
+#include "distributed/rendezvous.h"
 #include "train/metrics.h"
 #include "train/run_dir.h"
 #include "train/session.h"
@@ -41,6 +41,7 @@ struct Start {
 // and d2l's summary line to `console`; other ranks write nothing. A SIGTERM or SIGUSR1 ends the
 // run after the current step with a checkpoint and an Error(kPreempted).
 TrainResult train(const config::Config& config, const std::filesystem::path& output_dir,
-                  std::ostream& console, const dist::RankInfo& rank = {}, const Start& start = {});
+                  std::ostream& console, const distributed::RankInfo& rank = {},
+                  const Start& start = {});
 
 }  // namespace dptrain::train

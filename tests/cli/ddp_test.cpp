@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "core/fs.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "model/lenet.h"
 #include "model/state_dict.h"
 #include "support/fixtures.h"
@@ -398,7 +398,7 @@ TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives sing
   // as the whole batch does: a looser bound than on the CPU.
   constexpr double kTolerance = 1e-4;
   std::vector<std::pair<std::string, std::string>> cases = {{"gloo", "[\"cuda:0\",\"cuda:0\"]"}};
-  if (dptrain::dist::nccl_available()) cases.push_back({"nccl", "[\"cuda:0\"]"});
+  if (dptrain::distributed::nccl_available()) cases.push_back({"nccl", "[\"cuda:0\"]"});
   for (const auto& [transport, devices] : cases) {
     INFO(transport << " over " << devices);
     const auto out = dir / ("ddp-" + transport);

@@ -12,7 +12,7 @@
 
 namespace {
 
-using dptrain::dist::Communicator;
+using dptrain::distributed::Communicator;
 using dptrain::parallel::GradReducer;
 
 using dptrain::testing::run_ranks;

@@ -28,7 +28,7 @@ std::vector<std::vector<torch::Tensor>> train_on_gpus(int world, int stage) {
   std::vector<std::vector<torch::Tensor>> after(static_cast<size_t>(world));
   dptrain::testing::run_ranks(
       world,
-      [&](int rank, std::unique_ptr<dptrain::dist::Communicator>& comm) {
+      [&](int rank, std::unique_ptr<dptrain::distributed::Communicator>& comm) {
         const torch::Device gpu = gpus[static_cast<size_t>(rank)];
         Session s;
         s.backend = std::make_unique<DistributedDataParallel>(dptrain::testing::float32_lenet(),
@@ -48,7 +48,7 @@ std::vector<std::vector<torch::Tensor>> train_on_gpus(int world, int stage) {
           after[static_cast<size_t>(rank)].push_back(torch::cat(flat));
         }
       },
-      dptrain::dist::Transport::kNccl, gpus);
+      dptrain::distributed::Transport::kNccl, gpus);
   return after;
 }
 
@@ -57,7 +57,8 @@ std::vector<std::vector<torch::Tensor>> train_on_gpus(int world, int stage) {
 TEST_CASE("ZeRO over NCCL: reduce-scatter and all-gather take stage 0's steps, one rank a GPU",
           "[parallel][zero][cuda]") {
   SKIP_WITHOUT_CUDA();
-  if (!dptrain::dist::nccl_available()) DPTRAIN_SKIP("[cuda] skipped: this LibTorch has no NCCL");
+  if (!dptrain::distributed::nccl_available())
+    DPTRAIN_SKIP("[cuda] skipped: this LibTorch has no NCCL");
   const int world = std::min<int>(4, static_cast<int>(torch::cuda::device_count()));
   const auto stage0 = train_on_gpus(world, 0);
   for (const int stage : {1, 2}) {

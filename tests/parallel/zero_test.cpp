@@ -123,7 +123,7 @@ using BeforeStep = std::function<void(int rank, int64_t step, Session& s)>;
 std::vector<RankRun> train(int world, int stage, const Variant& v, const Data& d,
                            const BeforeStep& before_step = nullptr) {
   std::vector<RankRun> runs(static_cast<size_t>(world));
-  run_ranks(world, [&](int rank, std::unique_ptr<dptrain::dist::Communicator>& comm) {
+  run_ranks(world, [&](int rank, std::unique_ptr<dptrain::distributed::Communicator>& comm) {
     Session s = session_on(
         std::make_unique<DistributedDataParallel>(dptrain::testing::float32_lenet(), torch::kCPU,
                                                   std::move(comm), kBucketBytes, stage),
@@ -240,7 +240,7 @@ ClipRun clip_once(int world, int stage, const Data& d, double max_norm) {
   std::vector<double> norms(static_cast<size_t>(world));
   std::vector<torch::Tensor> grads(static_cast<size_t>(world));
   std::vector<torch::Tensor> params(static_cast<size_t>(world));
-  run_ranks(world, [&](int rank, std::unique_ptr<dptrain::dist::Communicator>& comm) {
+  run_ranks(world, [&](int rank, std::unique_ptr<dptrain::distributed::Communicator>& comm) {
     Session s = session_on(std::make_unique<DistributedDataParallel>(
                                small_model(), torch::kCPU, std::move(comm), 1 << 20, stage),
                            Kind::kSgdMomentum);

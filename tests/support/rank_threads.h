@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "support/catch.h"
 
 namespace dptrain::testing {
@@ -27,7 +27,8 @@ inline std::mutex& assertion_turn() {
 // Runs body(rank, communicator) on `world` threads; rethrows the first failure after joining.
 // Over Gloo on the CPU, or over `transport` with rank r on device `devices[r]`.
 template <class Body>
-void run_ranks(int world, Body body, dist::Transport transport = dist::Transport::kGloo,
+void run_ranks(int world, Body body,
+               distributed::Transport transport = distributed::Transport::kGloo,
                const std::vector<torch::Device>& devices = {}) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
@@ -37,8 +38,8 @@ void run_ranks(int world, Body body, dist::Transport transport = dist::Transport
       try {
         const torch::Device device =
             devices.empty() ? torch::Device(torch::kCPU) : devices.at(static_cast<size_t>(r));
-        auto comm =
-            std::make_unique<dist::Communicator>(store, r, world, transport, device, kRankTimeout);
+        auto comm = std::make_unique<distributed::Communicator>(store, r, world, transport, device,
+                                                                kRankTimeout);
         body(r, comm);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();

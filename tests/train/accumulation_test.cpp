@@ -97,8 +97,8 @@ TEST_CASE(
     std::vector<std::vector<torch::Tensor>> results(static_cast<size_t>(world));
     dptrain::testing::run_ranks(
         world, [&, world = world, size = size](
-                   int rank, std::unique_ptr<dptrain::dist::Communicator>& owned) {
-          dptrain::dist::Communicator& comm = *owned;
+                   int rank, std::unique_ptr<dptrain::distributed::Communicator>& owned) {
+          dptrain::distributed::Communicator& comm = *owned;
           Session s = session_on(std::make_unique<dptrain::parallel::DistributedDataParallel>(
               float64_lenet(), torch::kCPU, std::move(owned), /*bucket_bytes=*/25 << 20));
           const int64_t before = comm.all_reduces_launched();

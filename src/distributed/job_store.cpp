@@ -1,0 +1,113 @@
+#include "distributed/job_store.h"
+
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "core/torch_compat.h"
+#include "distributed/rendezvous_file.h"
+#include "distributed/store_client.h"
+
+namespace dptrain::distributed {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+// torchrun's agent store: a c10d TCPStore that torchrun serves.
+c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const StorePlan& plan,
+                                               std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = plan.port;
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  core::compat::use_classic_store_server(options);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kDistributed,
+                "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
+                    plan.host + ":" + std::to_string(plan.port) + " within " +
+                    core::seconds_text(timeout) + ": " + core::message_of(e),
+                "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running");
+  }
+}
+
+EndpointSource fixed(const StoreEndpoint& endpoint) {
+  return [endpoint](std::string&) { return std::optional<StoreEndpoint>(endpoint); };
+}
+
+// Where a rank that does not serve finds the store: where the plan says, or where rank 0's
+// rendezvous file says.
+EndpointSource endpoint_source(const StorePlan& plan) {
+  if (plan.rendezvous_file.empty()) {
+    return fixed({plan.host, plan.port, plan.secret});
+  }
+  const std::filesystem::path file = plan.rendezvous_file;
+  return [file](std::string& why) -> std::optional<StoreEndpoint> {
+    const auto published = read_published(file, why);
+    if (!published) return std::nullopt;
+    return StoreEndpoint{"127.0.0.1", published->port, published->secret};
+  };
+}
+
+}  // namespace
+
+ServedStore::ServedStore(std::unique_ptr<StoreServer> server, std::filesystem::path published)
+    : server_(std::move(server)), published_(std::move(published)) {}
+
+ServedStore::~ServedStore() {
+  std::error_code ec;
+  if (!published_.empty()) std::filesystem::remove(published_, ec);
+}
+
+JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
+                        std::chrono::milliseconds timeout) {
+  JobStore job;
+  job.key_prefix = plan.key_prefix;
+  switch (plan.kind) {
+    case StorePlan::Kind::kInProcess:
+      job.store = c10::make_intrusive<c10d::HashStore>();
+      job.connect_again = [store = job.store](std::chrono::milliseconds) { return store; };
+      return job;
+    case StorePlan::Kind::kTorchrunAgent:
+      job.store = torchrun_store(info, plan, timeout);
+      job.connect_again = [info, plan](std::chrono::milliseconds request_timeout) {
+        return torchrun_store(info, plan, request_timeout);
+      };
+      return job;
+    case StorePlan::Kind::kDptrain:
+      break;
+  }
+  std::string secret = plan.secret;
+  if (plan.serve) {
+    if (secret.empty()) secret = make_secret();
+    std::unique_ptr<StoreServer> server;
+    try {
+      server = std::make_unique<StoreServer>(plan.bind_address, plan.port, secret);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kDistributed, "rank 0: " + std::string(e.what()), e.hint());
+    }
+    if (!plan.rendezvous_file.empty()) publish(plan.rendezvous_file, {server->port(), secret});
+    job.served = std::make_unique<ServedStore>(std::move(server), plan.rendezvous_file);
+  }
+  // Rank 0 reaches its own store on the loopback, which every address it listens on includes.
+  const EndpointSource source =
+      plan.serve ? fixed({"127.0.0.1", job.served->port(), secret}) : endpoint_source(plan);
+  try {
+    job.store = c10::make_intrusive<StoreClient>(source, timeout, timeout);
+    // Reconnecting gives up as soon as a request would: a store that is gone must not hold up
+    // the heartbeat, nor a rank reporting why it stops.
+    job.connect_again = [source](std::chrono::milliseconds request_timeout) {
+      return c10::make_intrusive<StoreClient>(source, request_timeout, request_timeout);
+    };
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kDistributed, "rank " + std::to_string(info.rank) + ": " + e.what(),
+                e.hint());
+  }
+  return job;
+}
+
+}  // namespace dptrain::distributed

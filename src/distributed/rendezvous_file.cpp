@@ -1,0 +1,87 @@
+#include "distributed/rendezvous_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fs.h"
+
+namespace dptrain::distributed {
+namespace {
+
+[[noreturn]] void unsafe(const std::filesystem::path& dir, const std::string& why) {
+  throw core::Error(core::ErrorCode::kDistributed,
+                    dir.string() + ": " + why + "; dptrain keeps its rendezvous files there",
+                    "remove it, or set XDG_RUNTIME_DIR to a folder of your own (mode 700)");
+}
+
+// Whether `st` is this user's and closed to everyone else.
+bool private_to_me(const struct stat& st) {
+  return st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
+}
+
+}  // namespace
+
+std::filesystem::path private_runtime_dir(const EnvLookup& env) {
+  std::filesystem::path dir = "/tmp/dptrain-" + std::to_string(::geteuid());
+  if (const auto runtime = env("XDG_RUNTIME_DIR")) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(*runtime, ec))
+      dir = std::filesystem::path(*runtime) / "dptrain";
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    unsafe(dir, std::string("cannot be made: ") + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    unsafe(dir, std::string("cannot be read: ") + std::strerror(errno));
+  if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
+    unsafe(dir, "is not a folder but a link or file");
+  if (!private_to_me(st)) unsafe(dir, "belongs to another user or is open to others");
+  return dir;
+}
+
+std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const std::string& job_id) {
+  std::string name = "store-" + job_id;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  return dir / name;
+}
+
+void publish(const std::filesystem::path& file, const Published& what) {
+  core::write_file_atomic(file, std::to_string(what.port) + " " + what.secret + "\n", 0600);
+}
+
+std::optional<Published> read_published(const std::filesystem::path& file, std::string& why_not) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    why_not = file.string() + ": " + std::strerror(errno) + " (rank 0 has not published the store)";
+    return std::nullopt;
+  }
+  struct stat st {};
+  char buffer[256] = {};
+  const bool mine = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && private_to_me(st);
+  const ssize_t n = mine ? ::read(fd, buffer, sizeof buffer - 1) : -1;
+  ::close(fd);
+  if (!mine) {
+    why_not = file.string() + ": not a private file of this user";
+    return std::nullopt;
+  }
+  std::istringstream in(std::string(buffer, static_cast<size_t>(std::max<ssize_t>(n, 0))));
+  Published p;
+  int port = 0;
+  if (!(in >> port >> p.secret) || port <= 0 || port > 65535) {
+    why_not = file.string() + ": holds no port and secret";
+    return std::nullopt;
+  }
+  p.port = static_cast<uint16_t>(port);
+  return p;
+}
+
+}  // namespace dptrain::distributed

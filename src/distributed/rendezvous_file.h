@@ -1,0 +1,33 @@
+// A job's rendezvous on one machine without a launcher's store: rank 0 publishes its store's port
+// and the job's secret in a file that only this user can read, in a private runtime folder, and
+// the other ranks (the same user, on the same machine) read it there.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "distributed/rendezvous.h"
+
+namespace dptrain::distributed {
+
+// $XDG_RUNTIME_DIR/dptrain when that variable names a folder, else /tmp/dptrain-<uid>; made with
+// mode 700 when missing. A distributed error naming it when it is a link, another user's, or open
+// to others: a folder someone else controls could hold a planted file.
+std::filesystem::path private_runtime_dir(const EnvLookup& env);
+
+// The file of job `job_id` (characters other than letters, digits, '.', '-' and '_' become '_').
+std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const std::string& job_id);
+
+struct Published {
+  uint16_t port = 0;
+  std::string secret;
+};
+
+// Writes port and secret (mode 600, atomically).
+void publish(const std::filesystem::path& file, const Published& what);
+// What the file holds, or nothing (with why) while it is missing, unreadable or not ours.
+std::optional<Published> read_published(const std::filesystem::path& file, std::string& why_not);
+
+}  // namespace dptrain::distributed
