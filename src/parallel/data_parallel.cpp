@@ -8,34 +8,11 @@
 namespace dptrain::parallel {
 namespace {
 
-std::vector<torch::Tensor> views_like(const torch::Tensor& flat,
-                                      const std::vector<torch::Tensor>& like) {
-  std::vector<torch::Tensor> views;
-  int64_t offset = 0;
-  for (const auto& t : like) {
-    views.push_back(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-    offset += t.numel();
-  }
-  return views;
-}
-
-// Makes `tensors` views of one new flat tensor holding their values, and returns that tensor: a
-// whole model then moves between devices in one copy, and its gradients add up in one kernel.
-torch::Tensor rebase_onto_flat(const std::vector<torch::Tensor>& tensors) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  for (const auto& t : tensors) {
-    if (t.scalar_type() != tensors[0].scalar_type()) {
-      throw core::Error(core::ErrorCode::kNotSupported,
-                        "dp: parameters of several dtypes in one model",
-                        "keep the model's parameters in one dtype");
-    }
-    parts.push_back(t.detach().reshape({-1}));
-  }
-  const torch::Tensor flat = torch::cat(parts);
-  const std::vector<torch::Tensor> views = views_like(flat, tensors);
-  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].set_data(views[i]);
-  return flat;
+// Replica `params` moved into one flat buffer, in the model's order: a whole model then moves
+// between devices in one copy, and its gradients add up in one kernel.
+FlatBuffer flat_parameters(const std::vector<torch::Tensor>& params) {
+  return FlatBuffer::adopt(params, FlatLayout(numels_of(params), model_order(params.size()), 1, 0),
+                           "dp");
 }
 
 // Where each chunk of chunk_sizes() starts.
@@ -76,12 +53,12 @@ DataParallel::Replica DataParallel::make_replica(size_t index,
   r.params = r.module.ptr()->parameters();
   r.buffers = r.module.ptr()->buffers();
   TORCH_CHECK(!r.params.empty(), "dp: the model has no parameters");
-  r.flat_params = rebase_onto_flat(r.params);
+  r.flat_params = flat_parameters(r.params);
   if (index > 0) {
-    r.flat_grads = torch::zeros_like(r.flat_params);
+    r.flat_grads = FlatBuffer(r.flat_params.layout(), r.flat_params.flat().options());
     // Autograd accumulates into a gradient that is already there, so backward writes this
     // replica's gradients straight into its flat buffer.
-    const auto grads = views_like(r.flat_grads, r.params);
+    const auto grads = r.flat_grads.views(r.params);
     for (size_t k = 0; k < r.params.size(); ++k) r.params[k].mutable_grad() = grads[k];
   }
   if (r.device.is_cuda()) r.stream = core::pool_stream(r.device);
@@ -139,11 +116,11 @@ void DataParallel::copy_master_into(Replica& r, bool for_backward) {
   if (r.index == 0) return;
   torch::NoGradGuard no_grad;
   const Replica& master = replicas_[0];
-  r.flat_params.copy_(master.flat_params, /*non_blocking=*/true);
+  r.flat_params.flat().copy_(master.flat_params.flat(), /*non_blocking=*/true);
   for (size_t k = 0; k < r.buffers.size(); ++k) {
     r.buffers[k].copy_(master.buffers[k], /*non_blocking=*/true);
   }
-  if (for_backward) r.flat_grads.zero_();
+  if (for_backward) r.flat_grads.flat().zero_();
 }
 
 torch::Tensor DataParallel::forward(const torch::Tensor& input) {
@@ -203,14 +180,15 @@ void DataParallel::add_replica_gradients(size_t n) {
   if (n < 2) return;
   // One flat copy per replica to the master's device, then one add into every gradient at once.
   // The first sum makes a new tensor: replica 1's part may be its own buffer, not a copy.
-  torch::Tensor total = replicas_[1].flat_grads.to(master.device, /*non_blocking=*/true);
+  torch::Tensor total = replicas_[1].flat_grads.flat().to(master.device, /*non_blocking=*/true);
   for (size_t i = 2; i < n; ++i) {
-    const torch::Tensor part = replicas_[i].flat_grads.to(master.device, /*non_blocking=*/true);
+    const torch::Tensor part =
+        replicas_[i].flat_grads.flat().to(master.device, /*non_blocking=*/true);
     total = i == 2 ? total + part : total.add_(part);
   }
   std::vector<torch::Tensor> grads;
   for (const auto& p : master.params) grads.push_back(p.grad());
-  torch::_foreach_add_(grads, views_like(total, master.params));
+  torch::_foreach_add_(grads, master.flat_params.layout().unflatten(total, master.params));
 }
 
 }  // namespace dptrain::parallel

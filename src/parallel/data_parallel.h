@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "parallel/backend.h"
+#include "parallel/flat_buffer.h"
 #include "parallel/replica_threads.h"
 
 namespace dptrain::parallel {
@@ -49,8 +50,8 @@ class DataParallel : public Backend {
     torch::nn::AnyModule module;
     std::vector<torch::Tensor> params;  // views of flat_params
     std::vector<torch::Tensor> buffers;
-    torch::Tensor flat_params;
-    torch::Tensor flat_grads;  // replicas 1..: their parameters' .grad are views of it
+    FlatBuffer flat_params;
+    FlatBuffer flat_grads;  // replicas 1..: their parameters' .grad are views of it
     std::optional<c10::Stream> stream;
   };
   // What forward() keeps for synchronize_gradients().

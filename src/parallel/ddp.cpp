@@ -10,14 +10,12 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, tor
     : model_(std::move(model)), device_(device), comm_(std::move(comm)) {
   model_.ptr()->to(device_);
   broadcast_initial_state();
-  torch::Tensor scatter_into;
   if (zero_stage > 0) {
     zero_ =
         std::make_unique<ZeroShard>(model_.ptr()->parameters(), *comm_, zero_stage, bucket_bytes);
-    if (zero_->reduce_scatters()) scatter_into = zero_->master().grad();
   }
-  reducer_ =
-      std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes, scatter_into);
+  reducer_ = std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes,
+                                           choose_grad_route(zero_.get()));
   for (const auto& name : comm_->all_gather_text("devices", device_.str())) {
     all_devices_.emplace_back(name);
   }
@@ -52,20 +50,13 @@ std::vector<torch::Tensor> DistributedDataParallel::optimizer_parameters() {
 }
 
 void DistributedDataParallel::synchronize_gradients() {
-  // Stage 2 keeps no whole gradients: neither .grad nor, between steps, the buckets.
-  const bool whole_gradients = !zero_ || zero_->stage() < 2;
-  const bool reducing = sync_ && training_;  // else the hooks were disarmed: .grad accumulates
-  reducer_->finish(/*write_gradients=*/whole_gradients);
-  if (!zero_ || !reducing) return;
-  if (!zero_->reduce_scatters()) zero_->take_gradient_shard(reducer_->buckets());
-  if (whole_gradients) return;
-  reducer_->release_buckets();
-  for (auto& p : parameters()) p.mutable_grad().reset();
+  // A backward outside prepare_for_backward() (no_sync, evaluation) finishes nothing: its
+  // gradients stay in .grad, unreduced.
+  reducer_->finish();
 }
 
 int64_t DistributedDataParallel::gradient_bytes() {
-  int64_t bytes = Backend::gradient_bytes();
-  for (const auto& bucket : reducer_->buckets()) bytes += bucket.bytes();
+  int64_t bytes = Backend::gradient_bytes() + reducer_->gradient_bytes();
   if (zero_) {
     const torch::Tensor& shard = zero_->master().grad();
     bytes += shard.numel() * static_cast<int64_t>(shard.element_size());

@@ -6,7 +6,11 @@ namespace dptrain::parallel {
 
 FlatLayout::FlatLayout(const std::vector<int64_t>& numels, std::vector<size_t> order, int world,
                        int rank)
-    : order_(std::move(order)), offsets_(numels.size(), -1), world_(world), rank_(rank) {
+    : order_(std::move(order)),
+      offsets_(numels.size(), -1),
+      numels_(numels),
+      world_(world),
+      rank_(rank) {
   for (const size_t param : order_) {
     if (param >= numels.size() || offsets_[param] >= 0) {
       throw core::Error(

@@ -1,6 +1,7 @@
-// ZeRO's one flat, padded view of a model's parameters: the parameters end to end in the gradient
-// buckets' order (so that each bucket is one contiguous range of it and a rank's gradients come
-// straight out of the buckets), padded with zeros to W equal shards of ceil(N / W) elements.
+// Where tensors sit in one flat buffer (see flat_buffer.h): end to end in a given order, padded
+// with zeros to W equal shards of ceil(N / W) elements (W = 1: no padding). ZeRO lays the
+// parameters out in the gradient buckets' order, so that each bucket is one contiguous range and a
+// rank's gradients come straight out of the flat gradients.
 // Rank r owns elements [r * S, (r + 1) * S), whatever tensors they belong to: shards split tensors,
 // so that every rank holds the same share (not whole tensors per rank, as PyTorch's
 // ZeroRedundancyOptimizer does).
@@ -15,6 +16,7 @@ namespace dptrain::parallel {
 
 class FlatLayout {
  public:
+  FlatLayout() = default;  // nothing laid out
   // `numels`: each parameter's size, in the model's order; `order`: the parameter indices in flat
   // order (every index once).
   FlatLayout(const std::vector<int64_t>& numels, std::vector<size_t> order, int world, int rank);
@@ -28,6 +30,7 @@ class FlatLayout {
   const std::vector<size_t>& order() const { return order_; }
   // Where parameter `param` (model order) starts in the flat.
   int64_t offset(size_t param) const { return offsets_.at(param); }
+  int64_t numel_of(size_t param) const { return numels_.at(param); }
 
   // Per-parameter tensors (model order, any shapes) end to end in flat order, then zero padding.
   torch::Tensor flatten(const std::vector<torch::Tensor>& per_param) const;
@@ -40,10 +43,11 @@ class FlatLayout {
  private:
   std::vector<size_t> order_;
   std::vector<int64_t> offsets_;
+  std::vector<int64_t> numels_;
   int64_t numel_ = 0;
   int64_t shard_numel_ = 0;
-  int world_;
-  int rank_;
+  int world_ = 1;
+  int rank_ = 0;
 };
 
 }  // namespace dptrain::parallel

@@ -22,14 +22,23 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<int64_t>& para
   return buckets;
 }
 
+std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {
+  std::vector<int64_t> bytes;
+  for (const auto& p : params) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
+  std::vector<size_t> order;
+  for (const auto& bucket : assign_buckets(bytes, bucket_bytes)) {
+    order.insert(order.end(), bucket.begin(), bucket.end());
+  }
+  return order;
+}
+
 GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
-                         int64_t bucket_bytes, torch::Tensor scatter_into)
-    : comm_(comm), scatter_into_(std::move(scatter_into)) {
-  if (scatter_into_.defined()) bucket_bytes = std::numeric_limits<int64_t>::max();
+                         int64_t bucket_bytes, std::unique_ptr<GradRoute> route)
+    : comm_(comm), route_(std::move(route)) {
+  if (route_->one_padded_bucket()) bucket_bytes = std::numeric_limits<int64_t>::max();
   for (auto& p : params) {
     if (p.requires_grad()) params_.push_back(p);
   }
-  std::vector<int64_t> sizes;
   for (const auto& p : params_) {
     if (p.scalar_type() != params_.front().scalar_type() ||
         p.device() != params_.front().device()) {
@@ -37,25 +46,26 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
                         "ddp: parameters of several dtypes or devices in one model",
                         "keep the model's parameters in one dtype on one device");
     }
-    sizes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
   }
+  const std::vector<size_t> order = bucket_order(params_, bucket_bytes);
+  // Padded to every rank's shard only for a reduce-scatter: else no byte more than .grad's.
+  const int world = route_->one_padded_bucket() ? comm_.world_size() : 1;
+  grads_ = FlatBuffer(FlatLayout(numels_of(params_), order, world, /*rank=*/0),
+                      params_.front().options());
+  std::vector<int64_t> bytes;
+  for (const auto& p : params_) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
   bucket_of_.resize(params_.size());
-  slot_of_.resize(params_.size());
-  for (const auto& members : assign_buckets(sizes, bucket_bytes)) {
+  for (const auto& members : assign_buckets(bytes, bucket_bytes)) {
     Bucket bucket;
-    int64_t numel = 0;
+    bucket.params = members;
+    bucket.begin = grads_.layout().offset(members.front());
     for (size_t i : members) {
       bucket_of_[i] = buckets_.size();
-      slot_of_[i] = bucket.params.size();
-      bucket.params.push_back(i);
-      bucket.offsets.push_back(numel);
-      numel += params_[i].numel();
+      bucket.numel += params_[i].numel();
     }
-    if (scatter_into_.defined()) numel = scatter_into_.numel() * comm_.world_size();
-    bucket.numel = numel;
-    bucket.flat = torch::zeros({numel}, params_.front().options().requires_grad(false));
     buckets_.push_back(std::move(bucket));
   }
+  if (route_->one_padded_bucket()) buckets_.front().numel = grads_.layout().padded_numel();
   for (size_t i = 0; i < params_.size(); ++i) {
     hooks_.push_back(
         params_[i].register_hook([this, i](const torch::Tensor& grad) { on_gradient(i, grad); }));
@@ -67,17 +77,8 @@ GradReducer::~GradReducer() {
   for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
 }
 
-void GradReducer::release_buckets() {
-  for (auto& bucket : buckets_) bucket.flat = torch::Tensor();
-}
-
 void GradReducer::prepare_for_backward(bool include_accumulated) {
-  for (auto& bucket : buckets_) {
-    // Zeros: the padding of a reduce-scattered bucket is summed and must stay zero.
-    if (!bucket.flat.defined()) {
-      bucket.flat = torch::zeros({bucket.numel}, params_.front().options().requires_grad(false));
-    }
-  }
+  grads_.allocate_zeros();
   include_accumulated_ = include_accumulated;
   ready_.assign(params_.size(), false);
   missing_.clear();
@@ -90,7 +91,7 @@ void GradReducer::prepare_for_backward(bool include_accumulated) {
 void GradReducer::on_gradient(size_t param, const torch::Tensor& grad) {
   if (!armed_ || ready_[param]) return;  // a backward outside training steps is not reduced
   ready_[param] = true;
-  torch::Tensor slot = slot_view(param);
+  torch::Tensor slot = grads_.slot(param);
   const torch::Tensor& accumulated = params_[param].grad();
   if (include_accumulated_ && accumulated.defined()) {
     // In AccumulateGrad's order, .grad + new, as single-device accumulation sums them.
@@ -101,42 +102,30 @@ void GradReducer::on_gradient(size_t param, const torch::Tensor& grad) {
   if (--missing_[bucket_of_[param]] == 0) launch_ready_buckets();
 }
 
-torch::Tensor GradReducer::slot_view(size_t param) {
-  Bucket& bucket = buckets_[bucket_of_[param]];
-  return bucket.flat.narrow(0, bucket.offsets[slot_of_[param]], params_[param].numel());
-}
-
 void GradReducer::launch_ready_buckets() {
   while (next_launch_ < buckets_.size() && missing_[next_launch_] == 0) launch(next_launch_++);
 }
 
 void GradReducer::launch(size_t b) {
-  Bucket& bucket = buckets_[b];
+  const torch::Tensor bucket = grads_.range(buckets_[b].begin, buckets_[b].numel);
   // Averaging before the sum, as DDP does, keeps low-precision gradients from overflowing.
-  bucket.flat.div_(comm_.world_size());
-  if (scatter_into_.defined()) {
-    pending_.push_back(
-        comm_.reduce_scatter_async(scatter_into_, bucket.flat, "the reduce-scatter of gradients"));
-    return;
-  }
-  pending_.push_back(comm_.all_reduce_async(
-      bucket.flat, "the all-reduce of gradient bucket " + std::to_string(b)));
+  bucket.div_(comm_.world_size());
+  pending_.push_back(route_->reduce(comm_, bucket, b));
 }
 
-void GradReducer::finish(bool write_gradients) {
+void GradReducer::finish() {
   if (!armed_) return;
   armed_ = false;
   torch::NoGradGuard no_grad;
   for (size_t b = next_launch_; b < buckets_.size(); ++b) {
-    Bucket& bucket = buckets_[b];
-    for (const size_t p : bucket.params) {
+    for (const size_t p : buckets_[b].params) {
       if (ready_[p]) continue;
       // No gradient from this backward: what earlier micro-batches left, or zero.
       const torch::Tensor& accumulated = params_[p].grad();
       if (include_accumulated_ && accumulated.defined()) {
-        slot_view(p).copy_(accumulated.reshape({-1}));
+        grads_.slot(p).copy_(accumulated.reshape({-1}));
       } else {
-        slot_view(p).zero_();
+        grads_.slot(p).zero_();
       }
     }
     missing_[b] = 0;
@@ -146,19 +135,8 @@ void GradReducer::finish(bool write_gradients) {
   for (auto& pending : pending_) pending.wait();
   wait_seconds_ += waiting.seconds();
   pending_.clear();
-  if (!write_gradients) return;
-  for (const auto& bucket : buckets_) {
-    for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
-      torch::Tensor& param = params_[bucket.params[slot]];
-      const torch::Tensor mean =
-          bucket.flat.narrow(0, bucket.offsets[slot], param.numel()).view_as(param);
-      if (param.grad().defined()) {
-        param.mutable_grad().copy_(mean);
-      } else {
-        param.mutable_grad() = mean.clone();
-      }
-    }
-  }
+  route_->deliver(grads_, params_);
+  if (!route_->keeps_flat_gradients()) grads_.release();
 }
 
 }  // namespace dptrain::parallel

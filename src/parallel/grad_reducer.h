@@ -1,22 +1,23 @@
 // DistributedDataParallel's gradient reduction, in C++: the parameters' gradients are laid out in
-// flat buckets of about `bucket_bytes` (in reverse registration order, the order backward produces
-// them); an autograd hook copies each gradient into its bucket as soon as backward computes it,
-// and a bucket whose gradients are all in is all-reduced at once, asynchronously, while backward
-// goes on. Buckets are launched strictly in index order, so every rank issues the same sequence of
-// collectives whatever order its hooks fire in. finish() waits and writes the averages to .grad.
+// one flat buffer (a FlatBuffer in reverse registration order, the order backward produces them),
+// cut into buckets of about `bucket_bytes`; an autograd hook copies each gradient into its slot as
+// soon as backward computes it, and a bucket whose gradients are all in is reduced at once,
+// asynchronously, while backward goes on. Buckets are launched strictly in index order, so every
+// rank issues the same sequence of collectives whatever order its hooks fire in. finish() waits
+// and hands the means to the GradRoute, which puts them where the optimizer reads them.
 // Gradient accumulation (DDP's no_sync): backwards outside prepare_for_backward() add into .grad
 // unreduced; the next reduced backward then reduces .grad plus its own gradient, in one go.
-// ZeRO stage 2 (see zero_shard.h) keeps only its shard of the reduced gradients: finish() then
-// leaves .grad alone, the buckets are released between steps, and over NCCL the one bucket is
-// reduce-scattered instead of all-reduced.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "distributed/communicator.h"
+#include "parallel/flat_buffer.h"
+#include "parallel/grad_route.h"
 
 namespace dptrain::parallel {
 
@@ -24,20 +25,14 @@ class GradReducer {
  public:
   struct Bucket {
     std::vector<size_t> params;  // indices into the parameter list, in bucket order
-    std::vector<int64_t> offsets;
-    int64_t numel = 0;   // the bucket's size, padding included
-    torch::Tensor flat;  // on the parameters' device; undefined while released
-    int64_t bytes() const {
-      return flat.defined() ? flat.numel() * static_cast<int64_t>(flat.element_size()) : 0;
-    }
+    int64_t begin = 0;           // where the bucket starts in the flat gradients
+    int64_t numel = 0;           // the bucket's size, padding included
   };
 
   // Registers a hook on every parameter that requires a gradient; the reducer must outlive the
-  // parameters' backward passes (its destructor removes the hooks). `scatter_into` (NCCL, ZeRO
-  // stage 2): every parameter in one bucket, padded with zeros to world_size() times its size,
-  // and reduce-scattered into it rather than all-reduced.
+  // parameters' backward passes (its destructor removes the hooks).
   GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
-              int64_t bucket_bytes, torch::Tensor scatter_into = {});
+              int64_t bucket_bytes, std::unique_ptr<GradRoute> route = all_reduce_into_grad());
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -46,14 +41,13 @@ class GradReducer {
   // .grad holds earlier unreduced micro-batches' gradients, to be summed in before the reduction.
   void prepare_for_backward(bool include_accumulated = false);
   // After backward: launches any bucket still waiting (a parameter that got no gradient this step
-  // counts as zero, the same on every rank), waits for all, and leaves in every parameter's .grad
-  // the mean over the ranks of this backward's gradient (unless `write_gradients` is false: the
-  // means are then in the buckets alone, or in `scatter_into`).
-  void finish(bool write_gradients = true);
-  // Frees the buckets' memory until the next prepare_for_backward() (ZeRO stage 2 between steps).
-  void release_buckets();
+  // counts as zero, the same on every rank), waits for all, and hands the mean over the ranks of
+  // this backward's gradients to the route.
+  void finish();
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // The bytes of the flat gradients held now (none between steps where the route frees them).
+  int64_t gradient_bytes() const { return grads_.bytes(); }
   // Seconds finish() has spent waiting for all-reduces since construction: the part of
   // communication that backward did not hide.
   double wait_seconds() const { return wait_seconds_; }
@@ -62,18 +56,16 @@ class GradReducer {
   void on_gradient(size_t param, const torch::Tensor& grad);
   void launch_ready_buckets();
   void launch(size_t bucket);
-  // The part of its bucket that parameter `param` occupies.
-  torch::Tensor slot_view(size_t param);
 
   std::vector<torch::Tensor> params_;
   distributed::Communicator& comm_;
-  torch::Tensor scatter_into_;
+  std::unique_ptr<GradRoute> route_;
+  FlatBuffer grads_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket
-  std::vector<size_t> slot_of_;    // parameter -> position within its bucket
   std::vector<unsigned> hooks_;
   // Per step: which parameters have their gradient in, how many each bucket still waits for,
-  // the next bucket to launch and the all-reduces in flight.
+  // the next bucket to launch and the reductions in flight.
   std::vector<bool> ready_;
   std::vector<size_t> missing_;
   size_t next_launch_ = 0;
@@ -88,5 +80,7 @@ class GradReducer {
 // bucket, the last registered first. Separate so that tests can check the layout rule directly.
 std::vector<std::vector<size_t>> assign_buckets(const std::vector<int64_t>& param_bytes,
                                                 int64_t bucket_bytes);
+// The parameter indices in flat order: the buckets of `params` with `bucket_bytes`, end to end.
+std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64_t bucket_bytes);
 
 }  // namespace dptrain::parallel

@@ -15,14 +15,13 @@
 #include <vector>
 
 #include "distributed/communicator.h"
-#include "parallel/flat_layout.h"
-#include "parallel/grad_reducer.h"
+#include "parallel/flat_buffer.h"
 
 namespace dptrain::parallel {
 
 class ZeroShard {
  public:
-  // Moves `params` into the flat buffer (each parameter's data becomes a view of it), in the order
+  // Moves `params` into a flat buffer (each parameter's data becomes a view of it), in the order
   // of the gradient buckets that `bucket_bytes` makes (one bucket when reduce-scattering).
   ZeroShard(std::vector<torch::Tensor> params, distributed::Communicator& comm, int stage,
             int64_t bucket_bytes);
@@ -30,15 +29,16 @@ class ZeroShard {
   int stage() const { return stage_; }
   // NCCL stage 2: the gradients come by one reduce-scatter into master().grad().
   bool reduce_scatters() const { return reduce_scatters_; }
-  const FlatLayout& layout() const { return layout_; }
+  const FlatLayout& layout() const { return flat_.layout(); }
   // The parameters in the model's order (views of the flat buffer).
   const std::vector<torch::Tensor>& parameters() const { return params_; }
   // This rank's shard of the parameters, in their dtype, for the optimizer to step; its .grad is
   // the shard of the step's mean gradient (zero over the padding).
   const torch::Tensor& master() const { return master_; }
 
-  // After the buckets are all-reduced: this rank's slice of them into master().grad().
-  void take_gradient_shard(const std::vector<GradReducer::Bucket>& buckets);
+  // After the buckets are all-reduced: this rank's slice of the flat mean gradients `grads` (laid
+  // out as layout(), unpadded or padded) into master().grad().
+  void take_gradient_shard(const FlatBuffer& grads);
   // master() from the parameters as they are now (a checkpoint or early stopping may have set
   // them).
   void load_master();
@@ -54,13 +54,8 @@ class ZeroShard {
   int stage_;
   bool reduce_scatters_;
   std::vector<torch::Tensor> params_;
-  FlatLayout layout_;
-  torch::Tensor flat_;  // every parameter, padded
+  FlatBuffer flat_;  // every parameter, padded
   torch::Tensor master_;
 };
-
-// The parameter indices in flat order: the buckets GradReducer makes of `params` with
-// `bucket_bytes`, end to end.
-std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64_t bucket_bytes);
 
 }  // namespace dptrain::parallel
