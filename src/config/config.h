@@ -27,7 +27,9 @@ struct DataConfig {
 
 struct ModelConfig {
   std::string name = "lenet";
-  double init_std = 0.01;  // weights ~ N(0, init_std^2), biases zero (d2l)
+  double init_std = 0.01;  // weights ~ N(0, init_std^2) (d2l)
+  // BatchNorm's statistics over the global batch under ddp (torch.nn.SyncBatchNorm).
+  bool sync_batchnorm = false;
 };
 
 struct OptimizerConfig {

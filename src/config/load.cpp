@@ -179,6 +179,13 @@ Config from_tree(const json& tree, const KeySources& sources,
   Config c;
   for (const auto& key : schema()) key.set(tree.at(key_pointer(key.path)), c, check);
   check_devices(check, c.parallel);
+  if (c.model.sync_batchnorm && c.parallel.backend == Backend::kDp) {
+    // As torch.nn.SyncBatchNorm, which works under DistributedDataParallel alone.
+    check.fail("model.sync_batchnorm",
+               "sums BatchNorm's statistics over the ranks of the ddp backend; dp keeps the "
+               "first replica's, as torch.nn.DataParallel does",
+               "use parallel.backend \"ddp\" (one rank per device), or sync_batchnorm false");
+  }
   check_early_stopping(check, c.early_stopping, c.checkpoint.save_best, c.data.val_split);
   check_optimizer(check, c.optimizer);
   check_scheduler(check, c.scheduler);

@@ -196,7 +196,11 @@ std::vector<KeySpec> model_and_optimizer_keys() {
              check.one_of("model.name", name, check.model_names());
            }),
       number(KEY(model.init_std), {0, false, std::nullopt, "d2l uses 0.01"},
-             "weights ~ N(0, std²), biases zero (d2l)"),
+             "weights ~ N(0, std²); lenet: biases zero (d2l §13.5); resnet18: conv and linear "
+             "weights only, biases as PyTorch initialises them (d2l §13.6)"),
+      boolean(KEY(model.sync_batchnorm),
+              "ddp: BatchNorm's statistics over the global batch, as torch.nn.SyncBatchNorm; "
+              "false: each rank normalises its own shard (see [BatchNorm](#batchnorm-on-each-backend))"),
       choice(KEY(optimizer.name), "the optimizer"),
       number(KEY(optimizer.lr), {0, false, std::nullopt, "d2l uses 0.2"}, "learning rate"),
       number(KEY(optimizer.momentum), {0, true, 1.0, "0 is plain SGD, 0.9 is usual"},

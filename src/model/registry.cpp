@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/lenet.h"
+#include "model/resnet.h"
 
 namespace dptrain::model {
 namespace {
@@ -19,6 +20,9 @@ Registry& registry() {
     auto* reg = new Registry;
     reg->factories["lenet"] = [](const config::ModelConfig& c) {
       return torch::nn::AnyModule(LeNet(c.init_std));
+    };
+    reg->factories["resnet18"] = [](const config::ModelConfig& c) {
+      return torch::nn::AnyModule(ResNet18(c.init_std));
     };
     return reg;
   }();

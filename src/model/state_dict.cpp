@@ -54,16 +54,30 @@ void save_state_dict(const std::filesystem::path& path, const StateDict& dict) {
   core::write_file_atomic(path, encode_state_dict(dict));
 }
 
-std::vector<ParameterSpec> parameter_specs(const torch::nn::Module& model) {
-  std::vector<ParameterSpec> specs;
-  for (const auto& p : model.named_parameters())
-    specs.push_back({p.key(), p.value().sizes().vec()});
+std::vector<StateSpec> state_specs(const torch::nn::Module& model) {
+  // PyTorch's state_dict() order: module by module, each one's parameters then its buffers.
+  std::map<std::string, size_t> position;
+  for (const auto& module : model.named_modules()) {
+    const std::string prefix = module.key().empty() ? "" : module.key() + ".";
+    for (const auto& p : module.value()->named_parameters(/*recurse=*/false)) {
+      position.emplace(prefix + p.key(), position.size());
+    }
+    for (const auto& b : module.value()->named_buffers(/*recurse=*/false)) {
+      position.emplace(prefix + b.key(), position.size());
+    }
+  }
+  std::vector<StateSpec> specs;
+  for (const auto& p : model.named_parameters()) {
+    specs.push_back({p.key(), p.value().sizes().vec(), position.at(p.key())});
+  }
+  for (const auto& b : model.named_buffers()) {
+    specs.push_back({b.key(), b.value().sizes().vec(), position.at(b.key())});
+  }
   return specs;
 }
 
-std::vector<torch::Tensor> match_parameters(const StateDict& dict,
-                                            const std::vector<ParameterSpec>& specs,
-                                            const std::string& source) {
+std::vector<torch::Tensor> match_state(const StateDict& dict, const std::vector<StateSpec>& specs,
+                                       const std::string& source) {
   std::map<std::string, torch::Tensor> given(dict.begin(), dict.end());
   std::vector<std::string> missing, misshaped;
   std::vector<torch::Tensor> ordered;

@@ -1,4 +1,4 @@
-// model.pt: a model's parameters under PyTorch's names, in the file that Python's
+// model.pt: a model's parameters and buffers under PyTorch's names, in the file that Python's
 // `torch.load(path, weights_only=True)` reads as a dict and `net.load_state_dict` accepts; and
 // the reverse, reading what Python's `torch.save(net.state_dict(), path)` wrote (an OrderedDict,
 // which LibTorch's own unpickler cannot read, hence serialize/).
@@ -21,7 +21,7 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 // The bytes of a torch.save file (a zip archive: data.pkl and one record per tensor).
 std::string encode_state_dict(const StateDict& dict);
 // Throws std::runtime_error saying what is wrong. The tensors are views of the file's storages,
-// unchecked against any model: match_parameters checks their shapes before anyone copies them.
+// unchecked against any model: match_state checks their shapes before anyone copies them.
 StateDict decode_state_dict(const std::string& bytes);
 // The same from a decoded file's object: a dict of name -> tensor.
 StateDict state_dict_of(const serialize::Value& root);
@@ -29,17 +29,20 @@ StateDict state_dict_of(const serialize::Value& root);
 // Written atomically.
 void save_state_dict(const std::filesystem::path& path, const StateDict& dict);
 
-// A parameter as a model declares it: its name and shape.
-struct ParameterSpec {
+// A tensor of a model's state as the model declares it: its name and shape, and where PyTorch's
+// state_dict() lists it (module by module: each one's parameters, then its buffers).
+struct StateSpec {
   std::string name;
   std::vector<int64_t> shape;
+  size_t state_dict_position = 0;
 };
-std::vector<ParameterSpec> parameter_specs(const torch::nn::Module& model);
+// The model's parameters, then its buffers, each in LibTorch's order (parameters() and
+// buffers()): the order of a backend's model state.
+std::vector<StateSpec> state_specs(const torch::nn::Module& model);
 
 // `dict`'s tensors in the order of `specs`. A config error naming `source` lists every missing,
 // unexpected and mis-shaped key (with both shapes) when they do not match.
-std::vector<torch::Tensor> match_parameters(const StateDict& dict,
-                                            const std::vector<ParameterSpec>& specs,
-                                            const std::string& source);
+std::vector<torch::Tensor> match_state(const StateDict& dict, const std::vector<StateSpec>& specs,
+                                       const std::string& source);
 
 }  // namespace dptrain::model

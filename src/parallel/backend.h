@@ -31,6 +31,9 @@ class Backend {
 
   // The model's parameters (the master copy): what checkpoints, evaluation and model files read.
   virtual std::vector<torch::Tensor> parameters() = 0;
+  // The master copy's buffers (BatchNorm's running statistics; see buffers.h for whose they are):
+  // checkpoints, evaluation and model files carry them after the parameters.
+  virtual std::vector<torch::Tensor> buffers() = 0;
   // The optimizer the trainer steps: one from `make` over parameters(), or under ZeRO one that
   // steps this rank's shard and keeps every rank's parameters equal.
   virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerFactory& make) {

@@ -38,6 +38,7 @@ class DataParallel : public Backend {
   int world_size() const override { return 1; }
 
   std::vector<torch::Tensor> parameters() override { return replicas_[0].params; }
+  std::vector<torch::Tensor> buffers() override { return replicas_[0].buffers; }
   void set_training(bool training) override;
   torch::Tensor forward(const torch::Tensor& input) override;
   void synchronize_gradients() override;

@@ -1,15 +1,27 @@
 #include "parallel/ddp.h"
 
+#include <spdlog/spdlog.h>
+
+#include "parallel/buffers.h"
 #include "parallel/zero_optimizer.h"
 
 namespace dptrain::parallel {
 
 DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
                                                  std::unique_ptr<distributed::Communicator> comm,
-                                                 int64_t bucket_bytes, int zero_stage)
+                                                 int64_t bucket_bytes, int zero_stage,
+                                                 bool sync_batchnorm)
     : model_(std::move(model)), device_(device), comm_(std::move(comm)) {
   model_.ptr()->to(device_);
+  buffers_ = model_.ptr()->buffers();
   broadcast_initial_state();
+  if (sync_batchnorm) {
+    const int layers = sync_batchnorm_over(*model_.ptr(), *comm_);
+    if (comm_->rank() == 0) {
+      spdlog::info("ddp: SyncBatchNorm: {} BatchNorm layers normalise over the global batch",
+                   layers);
+    }
+  }
   if (zero_stage > 0) {
     zero_ =
         std::make_unique<ZeroShard>(model_.ptr()->parameters(), *comm_, zero_stage, bucket_bytes);
@@ -22,20 +34,10 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, tor
 }
 
 void DistributedDataParallel::broadcast_initial_state() {
-  // One flat copy for parameters and buffers alike: one collective, not one per tensor.
-  torch::NoGradGuard no_grad;
+  // Parameters and buffers alike in one collective, not one per tensor.
   std::vector<torch::Tensor> state = model_.ptr()->parameters();
-  for (const auto& b : model_.ptr()->buffers()) state.push_back(b);
-  std::vector<torch::Tensor> flat_parts;
-  for (const auto& t : state) flat_parts.push_back(t.detach().reshape({-1}).to(torch::kFloat64));
-  if (flat_parts.empty()) return;
-  torch::Tensor flat = torch::cat(flat_parts);
-  comm_->broadcast(flat, /*root=*/0, "the broadcast of rank 0's initial parameters");
-  int64_t offset = 0;
-  for (auto& t : state) {
-    t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
-    offset += t.numel();
-  }
+  for (const auto& b : buffers_) state.push_back(b);
+  broadcast_from_rank0(state, *comm_, "the broadcast of rank 0's initial parameters");
 }
 
 std::unique_ptr<torch::optim::Optimizer> DistributedDataParallel::make_optimizer(
@@ -64,7 +66,15 @@ int64_t DistributedDataParallel::gradient_bytes() {
   return bytes;
 }
 
+void DistributedDataParallel::broadcast_buffers() {
+  broadcast_from_rank0(buffers_, *comm_, "the broadcast of rank 0's buffers");
+  buffers_stale_ = false;
+}
+
 void DistributedDataParallel::set_training(bool training) {
+  // Here rather than at the first evaluation forward: every rank switches, while a rank's shard of
+  // the test set may hold fewer batches than another's, or none.
+  if (!training && buffers_stale_) broadcast_buffers();
   training_ = training;
   model_.ptr()->train(training);
 }
@@ -77,6 +87,13 @@ torch::Tensor DistributedDataParallel::forward(const torch::Tensor& input) {
     } else {
       unsynced_gradients_ = true;  // the hooks stay disarmed: autograd adds into .grad alone
     }
+  }
+  if (training_) {
+    if (buffers_stale_) broadcast_buffers();
+    // As DistributedDataParallel: after a synced training forward, the next forward (the next
+    // step's first micro-batch, or an evaluation) starts from rank 0's buffers.
+    buffers_stale_ =
+        !buffers_.empty() && comm_->world_size() > 1 && torch::GradMode::is_enabled() && sync_;
   }
   return model_.forward(input);
 }

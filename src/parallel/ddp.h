@@ -2,6 +2,7 @@
 // initial parameters are broadcast to every rank; each step's gradients are averaged over the ranks
 // through a GradReducer (flat buckets, all-reduced from autograd hooks as backward goes), so W
 // ranks on B/W samples each take the optimizer step that one device takes on all B.
+// Buffers follow DistributedDataParallel(broadcast_buffers=True): see buffers.h.
 // With parallel.zero_stage 1 or 2 a ZeroShard splits the optimizer's state (and at stage 2 the
 // gradients) over the ranks; the trainer sees the same interface.
 #pragma once
@@ -19,7 +20,7 @@ class DistributedDataParallel : public Backend {
  public:
   DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
                           std::unique_ptr<distributed::Communicator> comm, int64_t bucket_bytes,
-                          int zero_stage = 0);
+                          int zero_stage = 0, bool sync_batchnorm = false);
 
   std::string name() const override { return "ddp"; }
   std::vector<torch::Device> devices() const override { return all_devices_; }
@@ -28,6 +29,7 @@ class DistributedDataParallel : public Backend {
   int world_size() const override { return comm_->world_size(); }
 
   std::vector<torch::Tensor> parameters() override { return model_.ptr()->parameters(); }
+  std::vector<torch::Tensor> buffers() override { return buffers_; }
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerFactory& make) override;
   std::vector<torch::Tensor> optimizer_parameters() override;
   bool shards_optimizer() const override { return zero_ != nullptr; }
@@ -46,13 +48,17 @@ class DistributedDataParallel : public Backend {
 
  private:
   void broadcast_initial_state();
+  void broadcast_buffers();
 
   torch::nn::AnyModule model_;
   torch::Device device_;
   std::unique_ptr<distributed::Communicator> comm_;
   std::unique_ptr<ZeroShard> zero_;  // zero_stage 1 and 2 only
   std::unique_ptr<GradReducer> reducer_;
+  std::vector<torch::Tensor> buffers_;
   std::vector<torch::Device> all_devices_;
+  // Whether the buffers may differ between the ranks since the last broadcast.
+  bool buffers_stale_ = false;
   bool training_ = true;
   bool sync_ = true;
   // Whether .grad holds micro-batches' gradients that no all-reduce has taken in yet.

@@ -28,7 +28,7 @@ distributed::Transport pick_transport(config::DistBackend choice, torch::Device 
 }
 
 std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::nn::AnyModule model,
-                                  const distributed::RankInfo& rank) {
+                                  const distributed::RankInfo& rank, bool sync_batchnorm) {
   const torch::Device device = device_for_local_rank(config.devices, rank.local_rank, rank.rank);
   const distributed::Transport transport = pick_transport(config.dist_backend, device, rank.rank);
   spdlog::info("ddp: {} on {}, joining over {} at {}", distributed::describe(rank), device.str(),
@@ -45,15 +45,18 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
                  rank.world_size);
   }
   return std::make_unique<DistributedDataParallel>(
-      std::move(model), device, std::move(comm), bucket_bytes, static_cast<int>(config.zero_stage));
+      std::move(model), device, std::move(comm), bucket_bytes, static_cast<int>(config.zero_stage),
+      sync_batchnorm);
 }
 
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model,
-                                      const distributed::RankInfo& rank) {
-  if (config.backend == config::Backend::kDdp) return make_ddp(config, std::move(model), rank);
+                                      torch::nn::AnyModule model, const distributed::RankInfo& rank,
+                                      bool sync_batchnorm) {
+  if (config.backend == config::Backend::kDdp) {
+    return make_ddp(config, std::move(model), rank, sync_batchnorm);
+  }
   if (rank.world_size > 1) {
     throw core::Error(core::ErrorCode::kConfig,
                       "parallel.backend: \"" + config::name_of(config.backend) +

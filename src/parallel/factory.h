@@ -10,8 +10,9 @@
 
 namespace dptrain::parallel {
 
+// `sync_batchnorm` (model.sync_batchnorm): ddp's BatchNorm layers normalise over the global batch.
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model,
-                                      const distributed::RankInfo& rank);
+                                      torch::nn::AnyModule model, const distributed::RankInfo& rank,
+                                      bool sync_batchnorm = false);
 
 }  // namespace dptrain::parallel

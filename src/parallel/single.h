@@ -16,6 +16,7 @@ class SingleDevice : public Backend {
   int world_size() const override { return 1; }
 
   std::vector<torch::Tensor> parameters() override { return model_.ptr()->parameters(); }
+  std::vector<torch::Tensor> buffers() override { return model_.ptr()->buffers(); }
   void set_training(bool training) override { model_.ptr()->train(training); }
   torch::Tensor forward(const torch::Tensor& input) override;
   void synchronize_gradients() override {}  // one copy: its gradients are already complete

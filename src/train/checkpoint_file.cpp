@@ -78,6 +78,12 @@ std::vector<torch::Tensor> tensors_in(const Value& root, const std::string& key)
   return tensors;
 }
 
+// The buffers: none in a checkpoint written before models had any.
+std::vector<torch::Tensor> buffers_in(const Value& root) {
+  if (serialize::find(root, "buffers") == nullptr) return {};
+  return tensors_in(root, "buffers");
+}
+
 // The refusal of a checkpoint whose model is not the one the config builds.
 void check_model(const std::filesystem::path& path, const json& record,
                  const config::Config& config, const std::vector<torch::Tensor>& params) {
@@ -140,17 +146,18 @@ Progress progress_of(const json& record) {
   return p;
 }
 
-// Tensors that do not have the parameters' shapes are damage.
+// Tensors that do not have the model's shapes are damage.
 void check_shapes(const std::vector<torch::Tensor>& values,
-                  const std::vector<torch::Tensor>& params, const std::string& what) {
+                  const std::vector<torch::Tensor>& params, const std::string& what,
+                  const std::string& noun = "parameter") {
   if (values.size() != params.size()) {
     throw std::runtime_error(what + ": " + std::to_string(values.size()) + " tensors for " +
-                             std::to_string(params.size()) + " parameters");
+                             std::to_string(params.size()) + " " + noun + "s");
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i].sizes() != params[i].sizes()) {
       throw std::runtime_error(what + ": tensor " + std::to_string(i) + " has shape " +
-                               shape_of(values[i]) + ", its parameter " + shape_of(params[i]));
+                               shape_of(values[i]) + ", its " + noun + " " + shape_of(params[i]));
     }
   }
 }
@@ -260,6 +267,7 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
       entry(kFormatKey, serialize::integer(kFormat)),
       entry("record", serialize::text(record.dump())),
       entry("parameters", tensor_list(params)),
+      entry("buffers", tensor_list(backend.buffers())),
       entry("best_weights", tensor_list(progress.best_weights)),
       entry("optimizer", optim::state_value(consolidated ? *consolidated : optimizer)),
       entry("cpu_rng", serialize::tensor(at::detail::getDefaultCPUGenerator().get_state())),
@@ -285,7 +293,8 @@ std::optional<CheckpointWeights> checkpoint_weights(const std::filesystem::path&
   CheckpointWeights weights;
   try {
     weights.model = record.at("model").get<std::string>();
-    weights.parameters = tensors_in(root, "parameters");
+    weights.state = tensors_in(root, "parameters");
+    for (auto& b : buffers_in(root)) weights.state.push_back(std::move(b));
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
                 kDamagedHint);
@@ -315,6 +324,7 @@ Progress read_checkpoint(const std::filesystem::path& path,
   const Opened opened = open_checkpoint(path, file);
   const Value& root = *opened.root;
   const std::vector<torch::Tensor> params = backend.parameters();
+  const std::vector<torch::Tensor> state = model_state(backend);
   Progress p;
   try {  // the whole record is read before anything is loaded, so a damaged one changes nothing
     check_model(path, opened.record, config, params);
@@ -334,10 +344,13 @@ Progress read_checkpoint(const std::filesystem::path& path,
   try {
     values = tensors_in(root, "parameters");
     check_shapes(values, params, "its parameters");
+    const std::vector<torch::Tensor> buffers = buffers_in(root);
+    check_shapes(buffers, backend.buffers(), "its buffers", "buffer");
+    values.insert(values.end(), buffers.begin(), buffers.end());
     const std::vector<torch::Tensor> best = tensors_in(root, "best_weights");
-    if (!best.empty()) check_shapes(best, params, "its best weights");
+    if (!best.empty()) check_shapes(best, state, "its best weights", "model tensor");
     for (size_t i = 0; i < best.size(); ++i) {
-      p.best_weights.push_back(best[i].to(params[i].scalar_type()).contiguous().clone());
+      p.best_weights.push_back(best[i].to(state[i].scalar_type()).contiguous().clone());
     }
     states = optim::parse_state(serialize::at(root, "optimizer", "the checkpoint"),
                                 zero ? zero->shard_optimizer() : optimizer, optimized);
@@ -363,7 +376,7 @@ Progress read_checkpoint(const std::filesystem::path& path,
     const std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(rng);
   }
-  copy_into_parameters(backend, values);
+  copy_into_model(backend, values);
   return p;
 }
 

@@ -1,13 +1,14 @@
 // A checkpoint file: everything a run needs to go on as if it had never stopped. The model's
-// parameters, the optimizer's state, the loss scaler, the early-stopping watch (and the best
-// weights it holds), the finished epochs' records, where in an epoch it stopped, the CPU random
-// generator, and the resolved config. The samplers need no state of their own: an epoch's order
-// follows from the seed and its number.
+// parameters and buffers, the optimizer's state, the loss scaler, the early-stopping watch (and the
+// best weights it holds), the finished epochs' records, where in an epoch it stopped, the CPU
+// random generator, and the resolved config. The samplers need no state of their own: an epoch's
+// order follows from the seed and its number.
 //
 // Format 4 is a torch.save file (serialize/torch_file.h) of a dict that Python opens with
 // `torch.load(path, weights_only=True)`:
-//   {"dptrain_checkpoint": 4, "record": <JSON text>, "parameters": [T, ...],
-//    "best_weights": [T, ...], "optimizer": <optimizer.state_dict() layout>, "cpu_rng": T}
+//   {"dptrain_checkpoint": 4, "record": <JSON text>, "parameters": [T, ...], "buffers": [T, ...],
+//    "best_weights": [T, ...] (parameters, then buffers), "optimizer": <optimizer.state_dict()
+//    layout>, "cpu_rng": T}
 // Formats 1 and 2 were TorchScript archives, which can carry code: they are refused, unread.
 // Format 3 (without a run id) is refused too, with the hint to finish it with its own version.
 #pragma once
@@ -70,10 +71,10 @@ std::string checkpoint_run_id(const std::filesystem::path& path);
 std::optional<std::string> checkpoint_config_text(const std::filesystem::path& path);
 
 // A checkpoint's parameters alone (evaluate, predict, --init-from), in the model's order; their
-// shapes are the caller's to check before copying them (see model::match_parameters).
+// shapes are the caller's to check before copying them (see model::match_state).
 struct CheckpointWeights {
-  std::string model;  // model.name of the run that wrote it
-  std::vector<torch::Tensor> parameters;
+  std::string model;                 // model.name of the run that wrote it
+  std::vector<torch::Tensor> state;  // the parameters, then the buffers
 };
 // From a decoded torch.save file `root` read from `path`: nothing when it is no dptrain checkpoint
 // (it lacks the format key); an I/O error naming `path` when it is one of another format or

@@ -134,7 +134,7 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
   }
   const int64_t best = stopper_->best_epoch();
   if (restore_best_ && best > 0 && best != epochs.back().epoch) {
-    copy_into_parameters(backend, best_weights_);
+    copy_into_model(backend, best_weights_);
     // Evaluating the restored weights again would give these same figures.
     const EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
     summary.test_acc = m.test_acc;

@@ -23,7 +23,7 @@ EvalResult evaluate_model_file(const config::Config& config, const distributed::
                       "config.json), or --set data.val_split=...");
   }
   Session s = build_session(config, rank, SessionUse::kEvaluate);
-  copy_into_parameters(*s.backend, read_model_file(model_file, s.parameter_specs));
+  copy_into_model(*s.backend, read_model_file(model_file, s.state_specs));
   const AutocastScope autocast(s.backend->devices(), s.autocast);  // as training evaluated
   return evaluate(*s.backend, split == Split::kVal ? *s.val_loader : *s.test_loader);
 }
@@ -77,9 +77,9 @@ Classifier::Classifier(const config::Config& config, const std::filesystem::path
   single.backend = config::Backend::kSingle;
   single.devices.resize(1);
   torch::nn::AnyModule model = model::make_model(config.model);
-  const std::vector<model::ParameterSpec> specs = model::parameter_specs(*model.ptr());
+  const std::vector<model::StateSpec> specs = model::state_specs(*model.ptr());
   backend_ = parallel::make_backend(single, std::move(model), distributed::RankInfo{});
-  copy_into_parameters(*backend_, read_model_file(model_file, specs));
+  copy_into_model(*backend_, read_model_file(model_file, specs));
   backend_->set_training(false);
 }
 

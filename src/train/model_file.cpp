@@ -16,13 +16,13 @@ const char* const kHint =
 }  // namespace
 
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
-                                           const std::vector<model::ParameterSpec>& specs) {
+                                           const std::vector<model::StateSpec>& specs) {
   return read_model_file(path, std::make_shared<const core::MappedFile>(path), specs);
 }
 
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::shared_ptr<const core::MappedFile>& file,
-                                           const std::vector<model::ParameterSpec>& specs) {
+                                           const std::vector<model::StateSpec>& specs) {
   serialize::ValuePtr root;
   try {
     root = serialize::decode_torch_file(file->bytes(), file);
@@ -49,16 +49,16 @@ std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
           path.string() + ": neither a state_dict nor a dptrain checkpoint: " + core::message_of(e),
           kHint);
     }
-    return model::match_parameters(dict, specs, path.string());
+    return model::match_state(dict, specs, path.string());
   }
-  // A checkpoint keeps the parameters in the model's order; their names are the model's.
+  // A checkpoint keeps the model state in the model's order; their names are the model's.
   model::StateDict dict;
-  for (size_t i = 0; i < weights->parameters.size(); ++i) {
+  for (size_t i = 0; i < weights->state.size(); ++i) {
     const std::string name = i < specs.size() ? specs[i].name : "parameter " + std::to_string(i);
-    dict.emplace_back(name, weights->parameters[i]);
+    dict.emplace_back(name, weights->state[i]);
   }
-  return model::match_parameters(
-      dict, specs, path.string() + " (a checkpoint of model \"" + weights->model + "\")");
+  return model::match_state(dict, specs,
+                            path.string() + " (a checkpoint of model \"" + weights->model + "\")");
 }
 
 }  // namespace dptrain::train

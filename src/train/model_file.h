@@ -12,12 +12,12 @@
 namespace dptrain::train {
 
 // The file's parameters under the model's names. An I/O error naming `path` when it is neither
-// kind of file; a config error when it holds another model (see model::match_parameters).
+// kind of file; a config error when it holds another model (see model::match_state).
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
-                                           const std::vector<model::ParameterSpec>& specs);
+                                           const std::vector<model::StateSpec>& specs);
 // The same from `file`, already mapped (the bytes every rank agreed on); `path` names it.
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::shared_ptr<const core::MappedFile>& file,
-                                           const std::vector<model::ParameterSpec>& specs);
+                                           const std::vector<model::StateSpec>& specs);
 
 }  // namespace dptrain::train

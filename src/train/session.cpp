@@ -161,8 +161,9 @@ Session build_session(const config::Config& config, const distributed::RankInfo&
   torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
   Session s;
   torch::nn::AnyModule model = model::make_model(config.model);
-  s.parameter_specs = model::parameter_specs(*model.ptr());
-  s.backend = parallel::make_backend(config.parallel, std::move(model), rank);
+  s.state_specs = model::state_specs(*model.ptr());
+  s.backend =
+      parallel::make_backend(config.parallel, std::move(model), rank, config.model.sync_batchnorm);
   if (use == SessionUse::kTrain) {
     s.optimizer = s.backend->make_optimizer(
         [optimizer = config.optimizer](std::vector<torch::Tensor> params) {

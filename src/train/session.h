@@ -20,8 +20,8 @@ namespace dptrain::train {
 
 struct Session {
   std::unique_ptr<parallel::Backend> backend;
-  // The model's parameters by name, in the order of backend->parameters() (model.pt's keys).
-  std::vector<model::ParameterSpec> parameter_specs;
+  // The model state by name, in the order of train::model_state() (model.pt's keys).
+  std::vector<model::StateSpec> state_specs;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::optional<optim::LearningRateSchedule> schedule;  // set once the loaders are known
   int64_t accumulate = 1;                               // micro-batches per optimizer step

@@ -277,8 +277,7 @@ class RunLoop {
       resume_from(*checkpoint);
     } else if (const auto weights = agree_on_start_file(*s_.backend, "init", begun_.init_from,
                                                         "the weights to start from")) {
-      copy_into_parameters(*s_.backend,
-                           read_model_file(weights->path, weights->file, s_.parameter_specs));
+      copy_into_model(*s_.backend, read_model_file(weights->path, weights->file, s_.state_specs));
       spdlog::info("initial weights from {}", weights->path.string());
     }
   }
@@ -409,7 +408,7 @@ class RunLoop {
     summary.dptrain_version = DPTRAIN_VERSION;
     if (!writer_) return;
     model::save_state_dict(output_dir_ / "model.pt",
-                           named_host_copies(*s_.backend, s_.parameter_specs));
+                           named_host_copies(*s_.backend, s_.state_specs));
     // A command line need not be UTF-8: such bytes become U+FFFD.
     core::write_file_atomic(
         output_dir_ / "summary.json",

@@ -83,19 +83,19 @@ TEST_CASE("LeNet's parameters carry the names of d2l's nn.Sequential", "[model]"
   config.name = "lenet";
   const auto model = model::make_model(config);
   std::vector<std::string> names;
-  for (const auto& spec : model::parameter_specs(*model.ptr())) names.push_back(spec.name);
+  for (const auto& spec : model::state_specs(*model.ptr())) names.push_back(spec.name);
   CHECK(names == std::vector<std::string>{"0.weight", "0.bias", "3.weight", "3.bias", "7.weight",
                                           "7.bias", "9.weight", "9.bias"});
 }
 
 TEST_CASE("parameters that do not fit the model are listed, each with its shapes", "[model]") {
-  const std::vector<model::ParameterSpec> specs = {
+  const std::vector<model::StateSpec> specs = {
       {"0.weight", {2, 3}}, {"0.bias", {2}}, {"1.weight", {4, 2}}};
   const model::StateDict dict = {{"0.weight", torch::zeros({3, 2})},
                                  {"0.bias", torch::zeros({2})},
                                  {"extra", torch::zeros({5})}};
   try {
-    model::match_parameters(dict, specs, "py.pt");
+    model::match_state(dict, specs, "py.pt");
     FAIL("no error");
   } catch (const core::Error& e) {
     CHECK(e.code() == core::ErrorCode::kConfig);
@@ -103,7 +103,7 @@ TEST_CASE("parameters that do not fit the model are listed, each with its shapes
           "py.pt: its parameters do not fit the model: missing 1.weight [4, 2]; unexpected "
           "extra [5]; mis-shaped 0.weight: [3, 2] in the file, [2, 3] in the model");
   }
-  const auto ordered = model::match_parameters({{"0.bias", torch::ones({2})},
+  const auto ordered = model::match_state({{"0.bias", torch::ones({2})},
                                                 {"1.weight", torch::ones({4, 2})},
                                                 {"0.weight", torch::ones({2, 3})}},
                                                specs, "ok.pt");

@@ -120,12 +120,12 @@ TEST_CASE(
     "[serialize][security]") {
   // The file: evaluate --model asked for 8 GB when each tensor was copied out on reading.
   const std::string bytes = core::read_text_file(kFixtures / "expanded_view.pt");
-  const auto specs = model::parameter_specs(*model::LeNet());
+  const auto specs = model::state_specs(*model::LeNet());
   const std::string outcome = run_within_memory(
       [&] {
         const model::StateDict dict = model::decode_state_dict(bytes);
         if (dict.at(0).second.numel() != (int64_t{1} << 31)) throw std::logic_error("not a view");
-        model::match_parameters(dict, specs, "expanded_view.pt");
+        model::match_state(dict, specs, "expanded_view.pt");
       },
       kCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("threw: expanded_view.pt: its parameters do not fit the "
@@ -285,7 +285,7 @@ TEST_CASE("a sparse file that claims 16 GB costs what is read of it, not 16 GB",
   const auto sparse = dir / "sparse.pt";
   testing::write_text(sparse, std::string("PK\x03\x04", 4));  // a zip's start, then its search
   std::filesystem::resize_file(sparse, uint64_t{16} << 30);   // holes: no disk, no memory
-  const auto specs = model::parameter_specs(*model::LeNet());
+  const auto specs = model::state_specs(*model::LeNet());
   const std::string outcome = testing::run_within_resident_memory(
       [&] { train::read_model_file(sparse, specs); }, kCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("sparse.pt: the file is cut short (17179869184 bytes): a "
