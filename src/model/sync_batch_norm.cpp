@@ -20,14 +20,15 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
                                BatchNorm2dImpl* bn, StatisticsSum* over) {
     const torch::Tensor x32 = x.to(BatchNorm2dImpl::compute_dtype(x));
     const int64_t channels = x.size(1);
-    // Each rank's count, sum and sum of squares, from its own mean and variance (computed stably
-    // in the compute dtype), summed in fp64 so that E[x^2] - E[x]^2 loses nothing that matters.
-    const auto [var, mean] = torch::var_mean(x32, kReduceDims, /*unbiased=*/false);
+    // Each rank's count, sum and sum of squares, from its own mean and variance (two passes),
+    // accumulated and summed over the ranks in fp64, as LibTorch's CPU kernels accumulate: the
+    // gradient terms below cancel heavily, and float sums would leave percent-level noise.
     const double count = static_cast<double>(x.numel() / channels);
-    const torch::Tensor mean64 = mean.to(torch::kDouble);
-    const torch::Tensor stats =
-        torch::cat({mean64 * count, (var.to(torch::kDouble) + mean64.square()) * count,
-                    torch::full({1}, count, mean64.options())});
+    const torch::Tensor mean64 = x32.sum(kReduceDims, false, torch::kDouble) / count;
+    const torch::Tensor centred = x32 - per_channel(mean64.to(x32.scalar_type()));
+    const torch::Tensor var64 = centred.square().sum(kReduceDims, false, torch::kDouble) / count;
+    const torch::Tensor stats = torch::cat({mean64 * count, (var64 + mean64.square()) * count,
+                                            torch::full({1}, count, mean64.options())});
     over->sum(stats, "the all-reduce of SyncBatchNorm's statistics");
     const double total = stats[2 * channels].item<double>();
     const torch::Tensor global_mean = stats.narrow(0, 0, channels) / total;
@@ -63,15 +64,17 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     const int64_t channels = xhat.size(1);
     // This rank's terms: the weight's and bias's gradients as they are, and both summed over the
     // ranks for the input's gradient.
-    const torch::Tensor sum_dy = dy.sum(kReduceDims);
-    const torch::Tensor sum_dy_xhat = (dy * xhat).sum(kReduceDims);
+    const torch::Tensor sum_dy = dy.sum(kReduceDims, false, torch::kDouble);
+    const torch::Tensor sum_dy_xhat = (dy * xhat).sum(kReduceDims, false, torch::kDouble);
     const torch::Tensor sums = torch::cat({sum_dy, sum_dy_xhat});
     over->sum(sums, "the all-reduce of SyncBatchNorm's gradient terms");
-    const torch::Tensor mean_dy = sums.narrow(0, 0, channels) / total;
-    const torch::Tensor mean_dy_xhat = sums.narrow(0, channels, channels) / total;
-    const torch::Tensor dx = per_channel(weight * invstd) *
-                             (dy - per_channel(mean_dy) - xhat * per_channel(mean_dy_xhat));
-    return {dx.to(dtype), sum_dy_xhat, sum_dy, torch::Tensor(), torch::Tensor()};
+    const auto as_x = [&](const torch::Tensor& t) { return per_channel(t.to(dy.scalar_type())); };
+    const torch::Tensor mean_dy = as_x(sums.narrow(0, 0, channels) / total);
+    const torch::Tensor mean_dy_xhat = as_x(sums.narrow(0, channels, channels) / total);
+    const torch::Tensor dx = per_channel(weight * invstd) * (dy - mean_dy - xhat * mean_dy_xhat);
+    const auto param_dtype = weight.scalar_type();
+    return {dx.to(dtype), sum_dy_xhat.to(param_dtype), sum_dy.to(param_dtype), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 

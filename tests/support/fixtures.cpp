@@ -1,5 +1,7 @@
 #include "support/fixtures.h"
 
+#include "data/idx.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <spawn.h>
@@ -82,6 +84,23 @@ void write_tiny_dataset(const std::filesystem::path& dir, int64_t train, int64_t
 
 std::filesystem::path real_data_dir() {
   return data::locate_data_dir("", "fashion-mnist");
+}
+
+void write_real_subset(const std::filesystem::path& dir, int64_t train, int64_t test) {
+  std::filesystem::create_directories(dir);
+  const auto copy_first = [&](const std::string& name, int64_t n) {
+    const data::IdxArray all = data::read_idx(real_data_dir() / (name + ".gz"));
+    std::vector<uint32_t> dims(all.dims.begin(), all.dims.end());
+    dims[0] = static_cast<uint32_t>(n);
+    const size_t per_item = all.values.size() / static_cast<size_t>(all.dims[0]);
+    const std::vector<uint8_t> first(all.values.begin(),
+                                     all.values.begin() + static_cast<int64_t>(per_item) * n);
+    write_gzip(dir / (name + ".gz"), idx_bytes(dims, first));
+  };
+  copy_first("train-images-idx3-ubyte", train);
+  copy_first("train-labels-idx1-ubyte", train);
+  copy_first("t10k-images-idx3-ubyte", test);
+  copy_first("t10k-labels-idx1-ubyte", test);
 }
 
 namespace {

@@ -32,6 +32,9 @@ void write_text(const std::filesystem::path& path, const std::string& text);
 // Writes the four (Fashion-)MNIST files of a tiny data set: `train` and `test` images of 28x28
 // whose pixels encode their index, labels index % 10.
 void write_tiny_dataset(const std::filesystem::path& dir, int64_t train, int64_t test);
+// The first `train` and `test` images of the real Fashion-MNIST (real_data_dir()), in IDX files
+// under `dir`: real pictures at a test's cost, for networks too slow to see the whole set.
+void write_real_subset(const std::filesystem::path& dir, int64_t train, int64_t test);
 
 // Where the real Fashion-MNIST is (as the tool looks it up); the tests that need it fail with a
 // message that says how to install it when it is missing.
