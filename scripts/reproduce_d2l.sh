@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# d2l §13.5 reproduced: trains the configs below and writes, into OUT (default
-# docs/results/<date>): results.md (a table of config, backend, devices, precision, test acc,
+# d2l §13.5 (LeNet) or §13.6 (ResNet-18) reproduced: trains the chapter's configs and writes, into
+# OUT (default docs/results/<date>, or <date>-13.6): results.md (a table of config, backend, devices, precision, test acc,
 # sec/epoch, samples/s, and the machine) and plots/<config>.svg (train loss, train acc and test acc
 # per epoch, as d2l's figures show them), plus each run's folder under runs/.
 #
-#   scripts/reproduce_d2l.sh [--out DIR] [--cpu | --one-gpu] [--configs "NAME ..."] [-- ARGS ...]
+#   scripts/reproduce_d2l.sh [--chapter 13.5|13.6] [--out DIR] [--cpu | --one-gpu]
+#                            [--configs "NAME ..."] [-- ARGS ...]
+#
+# §13.5: LeNet, batch 256 and lr 0.2 on one and two devices (dp, ddp), and dp at batch 512.
+# §13.6: ResNet-18, batch 256 and lr 0.1 on one device; batch 512 and lr 0.2 on two (dp as d2l's
+# nn.DataParallel, ddp, and ddp with SyncBatchNorm). On 2 CPU cores a §13.6 epoch takes about 15
+# minutes: see the README before running it there.
 #
 # The configs ask for GPUs (cuda:0, and cuda:1 for the two-device ones). --one-gpu runs every
 # device of a config on cuda:0 (the two-device configs as [cuda:0, cuda:0]: their mechanics, not
@@ -13,20 +19,31 @@
 # with its exit status, and the others still run. Needs jq and gnuplot-nox (installed if missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-out="$root/docs/results/$(date +%Y-%m-%d)"
-configs="d2l_1gpu d2l_2gpu_dp d2l_2gpu_ddp d2l_2gpu_dp_b512"
+chapter=13.5 out="" configs=""
 devices_as="" mode_flag=""  # "cpu" or "cuda:0": every device of a config becomes that one
 extra=()
+usage="usage: $0 [--chapter 13.5|13.6] [--out DIR] [--cpu | --one-gpu] [--configs \"NAME ...\"] [-- ARGS ...]"
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --chapter) chapter=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --cpu) devices_as=cpu mode_flag=" --cpu"; shift ;;
     --one-gpu) devices_as=cuda:0 mode_flag=" --one-gpu"; shift ;;
     --configs) configs=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: $0 [--out DIR] [--cpu | --one-gpu] [--configs \"NAME ...\"] [-- ARGS ...]" >&2; exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+case "$chapter" in
+  13.5) chapter_configs="d2l_1gpu d2l_2gpu_dp d2l_2gpu_ddp d2l_2gpu_dp_b512" title="LeNet" ;;
+  13.6) chapter_configs="d2l_resnet_1gpu d2l_resnet_2gpu_dp d2l_resnet_2gpu_ddp d2l_resnet_2gpu_ddp_syncbn"
+        title="ResNet-18" ;;
+  *) echo "--chapter: 13.5 or 13.6, not \"$chapter\"" >&2; echo "$usage" >&2; exit 2 ;;
+esac
+configs=${configs:-$chapter_configs}
+suffix=""
+[[ $chapter == 13.6 ]] && suffix="-13.6"
+out=${out:-"$root/docs/results/$(date +%Y-%m-%d)$suffix"}
 
 "$root/scripts/setup.sh" jq gnuplot-nox
 "$root/scripts/build.sh"
@@ -77,12 +94,12 @@ if command -v nvidia-smi >/dev/null; then
   gpu="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 fi
 {
-  echo "# d2l §13.5 reproduced"
+  echo "# d2l §$chapter reproduced ($title)"
   echo
   echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "- machine: $(nproc) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), GPU: $gpu"
   "$bin" info | sed -n 's/^\(libtorch\|cuda\|cudnn\|nccl\|gloo\): /- \1: /p'
-  echo "- command: scripts/reproduce_d2l.sh${mode_flag}${extra[*]:+ -- ${extra[*]}}"
+  echo "- command: scripts/reproduce_d2l.sh --chapter $chapter${mode_flag}${extra[*]:+ -- ${extra[*]}}"
   echo
   echo "| config | backend | devices | precision | test acc | sec/epoch | samples/s |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"

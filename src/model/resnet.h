@@ -2,10 +2,10 @@
 // (64 channels, stride 1, padding 1) with BatchNorm and ReLU and no max-pool; four stages of two
 // residual blocks (64, 128, 256, 512 channels; stages 2-4 halve the size in their first block,
 // whose shortcut is a strided 1x1 convolution); global average pooling; a linear layer to 10
-// classes. 11,178,378 parameters. Modules are named by d2l's nn.Sequential ("0", "1",
-// "resnet_block1.0.conv1", ..., "fc.1"), so that model.pt's keys are its state_dict's.
-// Initialised as d2l's train(): conv and linear weights ~ N(0, init_std^2); biases as PyTorch
-// draws them; BatchNorm weight 1, bias 0.
+// classes. 11,175,818 parameters and 7,825 buffer elements. Modules are named by d2l's
+// nn.Sequential ("0", "1", "resnet_block1.0.conv1", ..., "fc.1"), so that model.pt's keys are its
+// state_dict's. Initialised as d2l's train(): conv and linear weights ~ N(0, init_std^2); biases as
+// PyTorch draws them; BatchNorm weight 1, bias 0.
 #pragma once
 
 #include <torch/torch.h>
