@@ -14,6 +14,8 @@ namespace dptrain::app {
 int run_train(const cli::Command& command, const std::vector<std::string>& argv);
 int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv);
 int run_predict(const cli::Command& command);
+// info --model NAME: the network's summary on stdout.
+int print_model_summary(const std::string& name);
 
 // A usage error (exit status 2) with its hint.
 [[noreturn]] void usage_error(const std::string& what, const std::string& hint);

@@ -48,6 +48,7 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
   if (command.action != cli::Action::kTrain) core::release_launcher_signals();
   switch (command.action) {
     case cli::Action::kInfo:
+      if (command.summary_model) return app::print_model_summary(*command.summary_model);
       print_info(command.json);
       return 0;
     case cli::Action::kConfig:

@@ -44,7 +44,8 @@ constexpr const char* kConfigExamples = R"(Examples:
 
 constexpr const char* kInfoExamples = R"(Examples:
   dptrain info                                      versions, devices, threads, data
-  dptrain info --json                               the same for scripts)";
+  dptrain info --json                               the same for scripts
+  dptrain info --model resnet18                     a network's layers, sizes and FLOPs)";
 
 std::string with_note(const char* examples) {
   return std::string(examples) + "\n" + kSetNote;
@@ -149,6 +150,9 @@ CLI::App* add_info(CLI::App& app, Command& command) {
   CLI::App* info = app.add_subcommand("info", "print the LibTorch build, devices and threads");
   info->footer(kInfoExamples);
   info->add_flag("--json", command.json, "one JSON object, for scripts");
+  info->add_option("--model", command.summary_model,
+                   "print this network's layers with their parameter and buffer counts, and its "
+                   "FLOPs per sample, instead (a model.name: lenet, resnet18)");
   return info;
 }
 

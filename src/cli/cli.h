@@ -45,6 +45,7 @@ struct Command {
   std::optional<int64_t> index;                      // predict: one image of each IDX file
   int top = 3;                                       // predict: classes shown per image
   bool json = false;  // predict: a JSON object per image; info: one JSON object
+  std::optional<std::string> summary_model;  // info --model: a network's summary instead
 };
 
 struct ParseResult {

@@ -4,6 +4,8 @@
 #include <malloc.h>
 #endif
 
+#include <sys/resource.h>
+
 namespace dptrain::core {
 
 void keep_freed_memory_for_reuse() {
@@ -13,6 +15,12 @@ void keep_freed_memory_for_reuse() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif
+}
+
+int64_t peak_resident_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
 }
 
 }  // namespace dptrain::core

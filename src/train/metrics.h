@@ -35,6 +35,9 @@ struct EpochMetrics {
   // and the gradient storage held between steps (.grad, ddp's buckets, ZeRO's shard).
   std::vector<int64_t> optimizer_state_bytes;
   std::vector<int64_t> gradient_bytes;
+  // Per rank: the process's peak resident memory so far (getrusage's ru_maxrss), which a
+  // network's activations dominate.
+  std::vector<int64_t> peak_rss_bytes;
   double samples_per_sec() const { return train_sec > 0 ? train_samples / train_sec : 0; }
 };
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/heap.h"
 #include "core/interrupt.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
@@ -82,21 +83,25 @@ void reduce_epoch(parallel::Backend& backend, const DeviceSums& device_sums, Epo
   }
 }
 
-// Each rank's optimizer-state and gradient bytes, gathered into every rank's record.
+// Each rank's optimizer-state, gradient and peak resident bytes, gathered into every rank's
+// record.
 void measure_memory(Session& s, EpochMetrics& m) {
   parallel::Backend& backend = *s.backend;
   const auto world = static_cast<size_t>(backend.world_size());
   const auto me = static_cast<size_t>(backend.rank());
-  std::vector<double> bytes(2 * world, 0.0);  // exact: far below 2^53
+  std::vector<double> bytes(3 * world, 0.0);  // exact: far below 2^53
   bytes[me] = static_cast<double>(parallel::optimizer_state_bytes(*s.optimizer));
   bytes[world + me] = static_cast<double>(backend.gradient_bytes());
+  bytes[2 * world + me] = static_cast<double>(core::peak_resident_bytes());
   backend.all_reduce_sum(bytes);
-  m.optimizer_state_bytes.assign(world, 0);
-  m.gradient_bytes.assign(world, 0);
-  for (size_t r = 0; r < world; ++r) {
-    m.optimizer_state_bytes[r] = static_cast<int64_t>(bytes[r]);
-    m.gradient_bytes[r] = static_cast<int64_t>(bytes[world + r]);
-  }
+  const auto column = [&](size_t k) {
+    std::vector<int64_t> per_rank(world);
+    for (size_t r = 0; r < world; ++r) per_rank[r] = static_cast<int64_t>(bytes[k * world + r]);
+    return per_rank;
+  };
+  m.optimizer_state_bytes = column(0);
+  m.gradient_bytes = column(1);
+  m.peak_rss_bytes = column(2);
 }
 
 // What an epoch needs to know of the run around it.

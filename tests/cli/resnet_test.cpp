@@ -103,6 +103,10 @@ TEST_CASE(
     CHECK(state.size() == 127);
     CHECK(state.at("1.num_batches_tracked").item<int64_t>() == 12);
     CHECK(state.at("1.running_var").sub(1).abs().max().item<double>() > 1e-3);  // it moved
+    // Each rank's peak resident memory: ResNet's activations at batch 16 alone pass 50 MB.
+    const auto rss = metrics_of(whole).at(0).at("peak_rss_bytes").get<std::vector<int64_t>>();
+    CHECK(rss.size() == (name == "single" || name == "dp" ? 1U : 2U));
+    for (const int64_t bytes : rss) CHECK(bytes > 50'000'000);
     finals[name] = a;
   }
   // ZeRO stage 2 shards the optimizer; its steps are stage 0's bit for bit, buffers included.
@@ -156,9 +160,9 @@ TEST_CASE(
   write_real_subset(dir / "data", 480, 200);
   // 3 epochs of 15 steps.
   const std::vector<std::string> short_run = {
-      "--set", "data.batch_size=32",     "--set", "train.epochs=3",
-      "--set", "optimizer.lr=0.05",      "--set", "optimizer.momentum=0.9",
-      "--set", "runtime.threads=2",      "--set", "parallel.devices=cpu",
+      "--set", "data.batch_size=32",      "--set", "train.epochs=3",
+      "--set", "optimizer.lr=0.05",       "--set", "optimizer.momentum=0.9",
+      "--set", "runtime.threads=2",       "--set", "parallel.devices=cpu",
       "--set", "checkpoint.every_steps=0"};
   const auto run = run_ok(dir, "run", short_run);
   const auto python =

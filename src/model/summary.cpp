@@ -1,0 +1,142 @@
+#include "model/summary.h"
+
+#include <ATen/record_function.h>
+
+#include <iomanip>
+#include <sstream>
+
+namespace dptrain::model {
+namespace {
+
+int64_t count(const std::vector<torch::Tensor>& tensors) {
+  int64_t n = 0;
+  for (const auto& t : tensors) n += t.numel();
+  return n;
+}
+
+// "dptrain::model::ResidualImpl" -> "Residual"; "torch::nn::Conv2dImpl" -> "Conv2d".
+std::string short_type(const std::string& name) {
+  std::string type = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
+  const std::string impl = "Impl";
+  if (type.size() > impl.size() &&
+      type.compare(type.size() - impl.size(), impl.size(), impl) == 0) {
+    type.resize(type.size() - impl.size());
+  }
+  return type;
+}
+
+// What the callbacks count, on the summarising thread alone (the callbacks are this thread's).
+thread_local ModelSummary* counting = nullptr;
+
+const torch::Tensor* tensor_at(const c10::ArrayRef<const c10::IValue>& values, size_t i) {
+  return i < values.size() && values[i].isTensor() ? &values[i].toTensor() : nullptr;
+}
+
+// aten::convolution (under conv2d and the backends' own kernels) and aten::linear / aten::mm /
+// aten::addmm as dispatched at the top: a linear that becomes an addmm is counted once.
+void count_op(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
+  if (counting == nullptr) return;
+  const std::string name = fn.name();
+  const auto inputs = fn.inputs();
+  const auto& outputs = fn.outputs();
+  if (outputs.empty() || !outputs[0].isTensor()) return;
+  const int64_t out = outputs[0].toTensor().numel();
+  if (name == "aten::convolution") {
+    const torch::Tensor* weight = tensor_at(inputs, 1);
+    if (weight != nullptr)
+      counting->convolution_flops += 2 * out * (weight->numel() / weight->size(0));
+  } else if (name == "aten::linear" || name == "aten::mm" || name == "aten::addmm") {
+    const torch::Tensor* input = tensor_at(inputs, name == "aten::addmm" ? 1 : 0);
+    if (input != nullptr && input->dim() >= 1) counting->matmul_flops += 2 * out * input->size(-1);
+  }
+}
+
+// Counts only the outermost of nested ops: linear -> addmm, conv2d -> convolution ->
+// mkldnn_convolution.
+thread_local int depth = 0;
+std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& /*fn*/) {
+  ++depth;
+  return nullptr;
+}
+void leave(const at::RecordFunction& fn, at::ObserverContext* context) {
+  --depth;
+  if (depth == 0 || fn.name() == std::string("aten::convolution")) count_op(fn, context);
+}
+
+}  // namespace
+
+ModelSummary summarize(torch::nn::AnyModule& network, const std::vector<int64_t>& input_shape) {
+  torch::nn::Module& model = *network.ptr();
+  ModelSummary s;
+  s.input_shape = input_shape;
+  for (const auto& child : model.named_children()) {
+    const auto grandchildren = child.value()->named_children();
+    const bool container = child.value()->parameters(/*recurse=*/false).empty() &&
+                           child.value()->named_buffers(/*recurse=*/false).is_empty() &&
+                           grandchildren.size() > 1;
+    const auto add = [&](const std::string& name, const torch::nn::Module& m) {
+      s.layers.push_back({name, short_type(m.name()), count(m.parameters()), count(m.buffers())});
+    };
+    if (!container) {
+      add(child.key(), *child.value());
+      continue;
+    }
+    for (const auto& g : grandchildren) add(child.key() + "." + g.key(), *g.value());
+  }
+  s.parameters = count(model.parameters());
+  s.buffers = count(model.buffers());
+
+  const bool was_training = model.is_training();
+  model.eval();
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> batch = {1};
+  batch.insert(batch.end(), input_shape.begin(), input_shape.end());
+  counting = &s;
+  depth = 0;
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(enter, leave).needsInputs(true).needsOutputs(true));
+  torch::Tensor out;
+  try {
+    out = network.forward(torch::zeros(batch));
+  } catch (...) {
+    at::removeCallback(handle);
+    counting = nullptr;
+    throw;
+  }
+  at::removeCallback(handle);
+  counting = nullptr;
+  model.train(was_training);
+  s.output_shape.assign(out.sizes().begin() + 1, out.sizes().end());
+  return s;
+}
+
+std::string format_summary(const std::string& name, const ModelSummary& s) {
+  std::ostringstream o;
+  const auto shape = [](const std::vector<int64_t>& dims) {
+    std::string text;
+    for (const int64_t d : dims) text += (text.empty() ? "" : "x") + std::to_string(d);
+    return text;
+  };
+  o << "model " << name << ": input " << shape(s.input_shape) << ", output "
+    << shape(s.output_shape) << "\n\n";
+  o << std::left << std::setw(22) << "layer" << std::setw(14) << "type" << std::right
+    << std::setw(12) << "parameters" << std::setw(10) << "buffers"
+    << "\n";
+  for (const auto& l : s.layers) {
+    o << std::left << std::setw(22) << l.name << std::setw(14) << l.type << std::right
+      << std::setw(12) << l.parameters << std::setw(10) << l.buffers << "\n";
+  }
+  o << std::left << std::setw(36) << "total" << std::right << std::setw(12) << s.parameters
+    << std::setw(10) << s.buffers << "\n\n";
+  o << std::fixed << std::setprecision(2);
+  const double total = static_cast<double>(s.convolution_flops + s.matmul_flops);
+  o << "forward FLOPs per sample: " << total / 1e6 << " M (convolutions "
+    << static_cast<double>(s.convolution_flops) / 1e6 << " M, matrix products "
+    << static_cast<double>(s.matmul_flops) / 1e6
+    << " M; multiply-adds counted twice); a training step costs about three times that\n";
+  o << "parameters: " << static_cast<double>(s.parameters * 4) / (1 << 20)
+    << " MiB in fp32; ddp all-reduces that much gradient per step\n";
+  return o.str();
+}
+
+}  // namespace dptrain::model
