@@ -110,8 +110,8 @@ TEST_CASE(
       REQUIRE(python.status == 0);
       const auto answer = nlohmann::json::parse(python.out);
       CHECK(answer.at("keys") ==
-            nlohmann::json::array({"dptrain_checkpoint", "record", "parameters", "best_weights",
-                                   "optimizer", "cpu_rng"}));
+            nlohmann::json::array({"dptrain_checkpoint", "record", "parameters", "buffers",
+                                   "best_weights", "optimizer", "cpu_rng"}));
       CHECK(answer.at("format") == 4);
       CHECK(answer.at("model") == "lenet");
       CHECK(answer.at("equal") == true);

@@ -279,7 +279,7 @@ TEST_CASE("every experiment file in configs/ resolves", "[config]") {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(DPTRAIN_SOURCE_DIR "/configs")) {
     INFO(entry.path());
-    const Config c = dptrain::config::load_config(entry.path(), {}, {"lenet"});
+    const Config c = dptrain::config::load_config(entry.path(), {}, {"lenet", "resnet18"});
     CHECK_FALSE(c.name.empty());
     ++files;
   }
