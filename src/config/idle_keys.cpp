@@ -29,6 +29,7 @@ std::vector<std::string> idle_key_warnings(const Config& config, const std::stri
     idle("parallel.bucket_mb", p.bucket_mb != defaults.bucket_mb);
     idle("parallel.timeout_s", p.timeout_s != defaults.timeout_s);
     idle("parallel.max_restarts", p.max_restarts != defaults.max_restarts);
+    idle("model.sync_batchnorm", config.model.sync_batchnorm);  // dp refuses it (load.cpp)
     return warnings;
   }
   if (p.max_restarts != defaults.max_restarts && launcher != "dptrain") {

@@ -44,7 +44,8 @@ using core::ErrorCode;
 using core::message_of;
 
 #if DPTRAIN_WITH_GLOO
-// Gloo's endpoint as dist/endpoint.h chose it: an address, or an interface (GLOO_SOCKET_IFNAME).
+// Gloo's endpoint as distributed/endpoint.h chose it: an address, or an interface
+// (GLOO_SOCKET_IFNAME).
 std::shared_ptr<::gloo::transport::Device> gloo_device(const Endpoint& endpoint) {
   if (endpoint.address.empty()) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(endpoint.interface);

@@ -1,6 +1,7 @@
-// The ranks of a job talking through PyTorch's c10d: a rendezvous store (dist/job_store.h), then a
-// Gloo (CPU, or CUDA tensors) or NCCL (CUDA) process group for the collectives. Nothing else in
-// dptrain includes c10d's process-group headers; errors come out as dptrain errors naming the rank.
+// The ranks of a job talking through PyTorch's c10d: a rendezvous store (distributed/job_store.h),
+// then a Gloo (CPU, or CUDA tensors) or NCCL (CUDA) process group for the collectives. Nothing else
+// in dptrain includes c10d's process-group headers; errors come out as dptrain errors naming the
+// rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -29,10 +30,10 @@ bool nccl_available();
 class Communicator {
  public:
   // Joins the job `info` describes: serves the store (rank 0, when no launcher does) or reaches
-  // it, as dist/store_plan.h decides, chooses where to listen (dist/endpoint.h), says so in the
-  // store and starts beating (dist/heartbeat.h), then builds the group. Waits for the store up to
-  // `timeout`, then for the group up to `timeout` and a few seconds more at most: then the
-  // heartbeat's watchdog ends the process, naming the ranks that never came.
+  // it, as distributed/store_plan.h decides, chooses where to listen (distributed/endpoint.h), says
+  // so in the store and starts beating (distributed/heartbeat.h), then builds the group. Waits for
+  // the store up to `timeout`, then for the group up to `timeout` and a few seconds more at most:
+  // then the heartbeat's watchdog ends the process, naming the ranks that never came.
   static std::unique_ptr<Communicator> join(const RankInfo& info, Transport transport,
                                             torch::Device device,
                                             std::chrono::milliseconds timeout);

@@ -1,5 +1,5 @@
 // Where a rank's Gloo endpoint listens, and which interface NCCL's sockets use, decided before the
-// group forms (dist/route.h says why the route to the master decides it):
+// group forms (distributed/route.h says why the route to the master decides it):
 //
 // - GLOO_SOCKET_IFNAME, when given, wins (as in PyTorch);
 // - every rank on one machine: the loopback;

@@ -1,8 +1,8 @@
 // A rank's sign of life in the store, and its watchdog while the group forms.
 //
-// A thread counts up the rank's beat key (dist/peers.h) every `period`, over a store connection of
-// its own, so that when a collective fails the survivors can tell which ranks stopped beating, and
-// a rank can tell that the store itself (rank 0's machine) stopped answering.
+// A thread counts up the rank's beat key (distributed/peers.h) every `period`, over a store
+// connection of its own, so that when a collective fails the survivors can tell which ranks stopped
+// beating, and a rank can tell that the store itself (rank 0's machine) stopped answering.
 //
 // While armed, the same thread bounds the wait for the group: Gloo's first connect can wait five
 // times its timeout and cannot be cancelled, so at the deadline, or as soon as another rank posts

@@ -1,5 +1,5 @@
-// The rendezvous store a rank joins, made as its plan says (dist/store_plan.h): served here when
-// this is rank 0 of a job without a launcher's store, else reached where it is.
+// The rendezvous store a rank joins, made as its plan says (distributed/store_plan.h): served here
+// when this is rank 0 of a job without a launcher's store, else reached where it is.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>

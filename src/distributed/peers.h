@@ -1,7 +1,8 @@
 // What the ranks of a job tell each other through the store so that a failure can name who is
 // gone: where each rank is (its node, address, interface and host name), that it is alive (a
-// heartbeat counter, dist/heartbeat.h), and why a rank gave up before the group formed. Keys sit
-// under the job's and generation's prefix (dist/store_plan.h), as every key dptrain sets.
+// heartbeat counter, distributed/heartbeat.h), and why a rank gave up before the group formed. Keys
+// sit under the job's and generation's prefix (distributed/store_plan.h), as every key dptrain
+// sets.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -13,8 +14,8 @@
 namespace dptrain::distributed {
 
 // The store key that rank `rank` sets on reaching the rendezvous, under the job's and generation's
-// `key_prefix` (dist/store_plan.h): what a failed rendezvous reads to name the ranks that never
-// came.
+// `key_prefix` (distributed/store_plan.h): what a failed rendezvous reads to name the ranks that
+// never came.
 std::string arrival_key(const std::string& key_prefix, int rank);
 // The ranks below `world` whose arrival key `store` lacks ({} when the store cannot be read).
 std::vector<int> never_arrived(c10d::Store& store, const std::string& key_prefix, int world);

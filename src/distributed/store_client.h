@@ -1,8 +1,8 @@
-// A rank's (or a launcher's) connection to dptrain's rendezvous store (dist/store_server.h), as
-// the c10d::Store that Gloo and NCCL process groups take. Where the store is and the job's secret
-// are asked of a source at every connection attempt, so that a rank can wait for rank 0 to
-// publish them (dist/store_plan.h); attempts go on until the timeout, then the last reason is
-// reported. A request that times out drops the connection (the server forgets its wait) and the
+// A rank's (or a launcher's) connection to dptrain's rendezvous store (distributed/store_server.h),
+// as the c10d::Store that Gloo and NCCL process groups take. Where the store is and the job's
+// secret are asked of a source at every connection attempt, so that a rank can wait for rank 0 to
+// publish them (distributed/store_plan.h); attempts go on until the timeout, then the last reason
+// is reported. A request that times out drops the connection (the server forgets its wait) and the
 // next one reconnects.
 #pragma once
 

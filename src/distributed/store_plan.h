@@ -5,13 +5,14 @@
 // - torchrun serving its agent's store (TORCHELASTIC_USE_AGENT_STORE): torchrun's TCPStore, which
 //   dptrain can neither bind nor authenticate: its keys carry the job secret's digest when there is
 //   a secret, so that they cannot be guessed;
-// - otherwise dptrain's own store (dist/store_server.h), which answers only clients that prove the
+// - otherwise dptrain's own store (distributed/store_server.h), which answers only clients that
+// prove the
 //   job's secret (DPTRAIN_JOB_SECRET):
 //   - started by dptrain's launcher: the launcher serves it and hands its ranks the secret;
 //   - all ranks on one machine (SLURM, mpirun, torchrun without an agent store): rank 0 listens on
 //     the loopback at a port the system picks, and publishes port and secret (one it makes when
 //     the environment gives none) in a file of the user's private runtime folder, named after the
-//     job (dist/rendezvous_file.h): no port to collide, no address but the loopback;
+//     job (distributed/rendezvous_file.h): no port to collide, no address but the loopback;
 //   - across machines: rank 0 listens on every interface at MASTER_PORT; the secret must come
 //     from the environment, else a distributed error says how to give one.
 #pragma once

@@ -1,4 +1,5 @@
-// The wire format of dptrain's rendezvous store (dist/store_server.h, dist/store_client.h).
+// The wire format of dptrain's rendezvous store (distributed/store_server.h,
+// distributed/store_client.h).
 //
 // The handshake proves to each side that the other holds the job's secret, without sending it or
 // anything that could be replayed: the client sends "DPTS", a version byte and a fresh nonce; the

@@ -232,7 +232,7 @@ struct StoreServer::Loop {
     return !(c.closing && c.out.empty());
   }
 
-  // The handshake's steps, as their bytes come in (dist/store_protocol.h).
+  // The handshake's steps, as their bytes come in (distributed/store_protocol.h).
   void shake_hands(Connection& c) {
     if (c.stage == Connection::Stage::kHello && c.in.size() >= store::kHelloSize) {
       const auto client_nonce =

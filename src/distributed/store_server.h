@@ -1,6 +1,6 @@
 // dptrain's rendezvous store, served on a thread of its own by whoever hosts the job's rendezvous
 // (dptrain's launcher, or rank 0 under SLURM and mpirun). It answers only clients that prove the
-// job's secret (dist/store_protocol.h), drops a connection that has not done so within a few
+// job's secret (distributed/store_protocol.h), drops a connection that has not done so within a few
 // seconds (and the oldest such one when 64 are open), checks every length before it holds anything
 // that long, and reads nothing more from a client that does not take its answers. It listens on
 // the loopback alone when the whole job is on this machine. Nothing a client does ends it: a

@@ -1,5 +1,5 @@
 // The keys and values of dptrain's rendezvous store, and the meaning of each request
-// (dist/store_protocol.h), apart from the sockets that carry them. The semantics are c10d's
+// (distributed/store_protocol.h), apart from the sockets that carry them. The semantics are c10d's
 // (HashStore's): add keeps a decimal text, compareSet sets only over the expected value (or over
 // nothing when it expects nothing), get and wait wait for keys to be set.
 #pragma once

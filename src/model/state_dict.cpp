@@ -17,6 +17,10 @@ std::string shape_text(c10::IntArrayRef shape) {
   return s.str();
 }
 
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -85,7 +89,11 @@ std::vector<torch::Tensor> match_state(const StateDict& dict, const std::vector<
   for (const auto& spec : specs) {
     wanted.insert(spec.name);
     const auto it = given.find(spec.name);
-    if (it == given.end()) {
+    if (it == given.end() && ends_with(spec.name, ".num_batches_tracked")) {
+      // State dicts from before PyTorch 0.4.1 lack BatchNorm's step counter; PyTorch starts it
+      // at 0 then, as here.
+      ordered.push_back(torch::zeros({}, torch::TensorOptions(torch::kLong)));
+    } else if (it == given.end()) {
       missing.push_back(spec.name + " " + shape_text(spec.shape));
     } else if (it->second.sizes().vec() != spec.shape) {
       misshaped.push_back(spec.name + ": " + shape_text(it->second.sizes()) + " in the file, " +

@@ -45,7 +45,8 @@ void count_op(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
     const torch::Tensor* weight = tensor_at(inputs, 1);
     if (weight != nullptr)
       counting->convolution_flops += 2 * out * (weight->numel() / weight->size(0));
-  } else if (name == "aten::linear" || name == "aten::mm" || name == "aten::addmm") {
+  } else if (name == "aten::linear" || name == "aten::matmul" || name == "aten::mm" ||
+             name == "aten::addmm") {
     const torch::Tensor* input = tensor_at(inputs, name == "aten::addmm" ? 1 : 0);
     if (input != nullptr && input->dim() >= 1) counting->matmul_flops += 2 * out * input->size(-1);
   }
@@ -62,6 +63,33 @@ void leave(const at::RecordFunction& fn, at::ObserverContext* context) {
   --depth;
   if (depth == 0 || fn.name() == std::string("aten::convolution")) count_op(fn, context);
 }
+
+// One forward's counting: the callback in, eval mode and no gradients; all undone on leaving,
+// an exception included.
+class Counting {
+ public:
+  Counting(torch::nn::Module& model, ModelSummary& into)
+      : model_(model), was_training_(model.is_training()) {
+    model_.eval();
+    counting = &into;
+    depth = 0;
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(enter, leave).needsInputs(true).needsOutputs(true));
+  }
+  ~Counting() {
+    at::removeCallback(handle_);
+    counting = nullptr;
+    model_.train(was_training_);
+  }
+  Counting(const Counting&) = delete;
+  Counting& operator=(const Counting&) = delete;
+
+ private:
+  torch::nn::Module& model_;
+  bool was_training_;
+  torch::NoGradGuard no_grad_;
+  at::CallbackHandle handle_{};
+};
 
 }  // namespace
 
@@ -86,26 +114,13 @@ ModelSummary summarize(torch::nn::AnyModule& network, const std::vector<int64_t>
   s.parameters = count(model.parameters());
   s.buffers = count(model.buffers());
 
-  const bool was_training = model.is_training();
-  model.eval();
-  torch::NoGradGuard no_grad;
   std::vector<int64_t> batch = {1};
   batch.insert(batch.end(), input_shape.begin(), input_shape.end());
-  counting = &s;
-  depth = 0;
-  const auto handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback(enter, leave).needsInputs(true).needsOutputs(true));
   torch::Tensor out;
-  try {
+  {
+    const Counting scope(model, s);
     out = network.forward(torch::zeros(batch));
-  } catch (...) {
-    at::removeCallback(handle);
-    counting = nullptr;
-    throw;
   }
-  at::removeCallback(handle);
-  counting = nullptr;
-  model.train(was_training);
   s.output_shape.assign(out.sizes().begin() + 1, out.sizes().end());
   return s;
 }

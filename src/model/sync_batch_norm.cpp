@@ -1,5 +1,7 @@
 #include "model/sync_batch_norm.h"
 
+#include <algorithm>
+
 namespace dptrain::model {
 namespace {
 
@@ -24,9 +26,11 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     // accumulated and summed over the ranks in fp64, as LibTorch's CPU kernels accumulate: the
     // gradient terms below cancel heavily, and float sums would leave percent-level noise.
     const double count = static_cast<double>(x.numel() / channels);
-    const torch::Tensor mean64 = x32.sum(kReduceDims, false, torch::kDouble) / count;
+    // An empty shard adds nothing (and divides by nothing).
+    const torch::Tensor mean64 = x32.sum(kReduceDims, false, torch::kDouble) / std::max(count, 1.0);
     const torch::Tensor centred = x32 - per_channel(mean64.to(x32.scalar_type()));
-    const torch::Tensor var64 = centred.square().sum(kReduceDims, false, torch::kDouble) / count;
+    const torch::Tensor var64 =
+        centred.square().sum(kReduceDims, false, torch::kDouble) / std::max(count, 1.0);
     const torch::Tensor stats = torch::cat({mean64 * count, (var64 + mean64.square()) * count,
                                             torch::full({1}, count, mean64.options())});
     over->sum(stats, "the all-reduce of SyncBatchNorm's statistics");
@@ -47,6 +51,8 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
         (x32 - per_channel(global_mean.to(x32.scalar_type()))) * per_channel(invstd);
     ctx->save_for_backward({xhat, invstd, weight});
     ctx->saved_data["total"] = total;
+    // A raw pointer: the BatchNorm's shared_ptr keeps it alive for as long as the backend that set
+    // it, which outlives every step's backward.
     ctx->saved_data["over"] = reinterpret_cast<int64_t>(over);
     ctx->saved_data["dtype"] = static_cast<int64_t>(x.scalar_type());
     return (xhat * per_channel(weight) + per_channel(bias)).to(x.scalar_type());

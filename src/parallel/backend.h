@@ -68,7 +68,8 @@ class Backend {
   }
   // Seconds spent so far waiting for gradient communication that backward did not hide.
   virtual double communication_wait_seconds() const { return 0; }
-  // The bytes of gradient storage this rank holds between steps: .grad, ddp's buckets, a shard's.
+  // The bytes of gradient storage this rank holds between steps: .grad, ddp's flat gradients, a
+  // shard's.
   virtual int64_t gradient_bytes();
 };
 

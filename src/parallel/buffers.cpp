@@ -48,4 +48,10 @@ int sync_batchnorm_over(torch::nn::Module& model, distributed::Communicator& com
   return count;
 }
 
+void stop_syncing_batchnorm(torch::nn::Module& model) {
+  for (auto& module : model.modules()) {
+    if (auto* bn = module->as<model::BatchNorm2dImpl>()) bn->sync_statistics(nullptr);
+  }
+}
+
 }  // namespace dptrain::parallel

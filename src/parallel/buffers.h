@@ -25,5 +25,7 @@ void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors,
 // Makes every BatchNorm in `model` normalise with the statistics of the global batch, summed over
 // `comm`'s ranks; returns how many there are. `comm` must outlive the model's forwards.
 int sync_batchnorm_over(torch::nn::Module& model, distributed::Communicator& comm);
+// Undoes sync_batchnorm_over(): the model may outlive the communicator (AnyModule shares it).
+void stop_syncing_batchnorm(torch::nn::Module& model);
 
 }  // namespace dptrain::parallel

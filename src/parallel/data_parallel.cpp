@@ -117,10 +117,20 @@ void DataParallel::copy_master_into(Replica& r, bool for_backward) {
   torch::NoGradGuard no_grad;
   const Replica& master = replicas_[0];
   r.flat_params.flat().copy_(master.flat_params.flat(), /*non_blocking=*/true);
-  for (size_t k = 0; k < r.buffers.size(); ++k) {
-    r.buffers[k].copy_(master.buffers[k], /*non_blocking=*/true);
-  }
   if (for_backward) r.flat_grads.flat().zero_();
+}
+
+void DataParallel::copy_master_buffers(size_t n) {
+  // Here, before the replicas start: replica 0's own forward updates the master's running
+  // statistics in place while the others run, so they cannot read them from their threads.
+  torch::NoGradGuard no_grad;
+  const Replica& master = replicas_[0];
+  for (size_t i = 1; i < n; ++i) {
+    Replica& r = replicas_[i];
+    for (size_t k = 0; k < r.buffers.size(); ++k) {
+      r.buffers[k].copy_(master.buffers[k], /*non_blocking=*/true);
+    }
+  }
 }
 
 torch::Tensor DataParallel::forward(const torch::Tensor& input) {
@@ -129,6 +139,7 @@ torch::Tensor DataParallel::forward(const torch::Tensor& input) {
   const std::vector<int64_t> sizes = chunk_sizes(input.size(0), replicas_.size());
   const std::vector<int64_t> offsets = offsets_of(sizes);
 
+  copy_master_buffers(sizes.size());
   std::vector<torch::Tensor> outputs(sizes.size());
   run_replicas(sizes.size(), "forward", [&](Replica& r) {
     copy_master_into(r, for_backward);

@@ -69,6 +69,8 @@ class DataParallel : public Backend {
   // Makes this thread's current streams on the output and first devices wait for the replicas.
   void join_replica_streams(size_t n);
   void copy_master_into(Replica& replica, bool for_backward);
+  // The master's buffers (BatchNorm's statistics) into replicas 1..n-1, on the calling thread.
+  void copy_master_buffers(size_t n);
   void add_replica_gradients(size_t n);
 
   std::vector<torch::Device> devices_;

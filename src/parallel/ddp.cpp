@@ -33,6 +33,10 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, tor
   }
 }
 
+DistributedDataParallel::~DistributedDataParallel() {
+  stop_syncing_batchnorm(*model_.ptr());
+}
+
 void DistributedDataParallel::broadcast_initial_state() {
   // Parameters and buffers alike in one collective, not one per tensor.
   std::vector<torch::Tensor> state = model_.ptr()->parameters();
@@ -90,8 +94,9 @@ torch::Tensor DistributedDataParallel::forward(const torch::Tensor& input) {
   }
   if (training_) {
     if (buffers_stale_) broadcast_buffers();
-    // As DistributedDataParallel: after a synced training forward, the next forward (the next
-    // step's first micro-batch, or an evaluation) starts from rank 0's buffers.
+    // As DistributedDataParallel: after a synced training forward, the next training forward
+    // (the next step's first micro-batch) starts from rank 0's buffers; set_training(false)
+    // broadcasts them before an evaluation.
     buffers_stale_ =
         !buffers_.empty() && comm_->world_size() > 1 && torch::GradMode::is_enabled() && sync_;
   }

@@ -18,6 +18,9 @@ namespace dptrain::parallel {
 
 class DistributedDataParallel : public Backend {
  public:
+  ~DistributedDataParallel() override;
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
   DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
                           std::unique_ptr<distributed::Communicator> comm, int64_t bucket_bytes,
                           int zero_stage = 0, bool sync_batchnorm = false);

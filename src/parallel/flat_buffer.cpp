@@ -16,10 +16,11 @@ FlatBuffer FlatBuffer::adopt(const std::vector<torch::Tensor>& tensors, FlatLayo
   torch::NoGradGuard no_grad;
   TORCH_CHECK(!tensors.empty(), "FlatBuffer::adopt: no tensors");
   for (const auto& t : tensors) {
-    if (t.scalar_type() != tensors[0].scalar_type()) {
-      throw core::Error(core::ErrorCode::kNotSupported,
-                        std::string(what) + ": parameters of several dtypes in one model",
-                        "keep the model's parameters in one dtype");
+    if (t.scalar_type() != tensors[0].scalar_type() || t.device() != tensors[0].device()) {
+      throw core::Error(
+          core::ErrorCode::kNotSupported,
+          std::string(what) + ": parameters of several dtypes or devices in one model",
+          "keep the model's parameters in one dtype on one device");
     }
   }
   FlatBuffer buffer;
@@ -29,10 +30,7 @@ FlatBuffer FlatBuffer::adopt(const std::vector<torch::Tensor>& tensors, FlatLayo
   for (const auto& t : tensors) values.push_back(t.detach());
   buffer.flat_ = buffer.layout_.flatten(values);
   const std::vector<torch::Tensor> places = buffer.views(tensors);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    torch::Tensor t = tensors[i];  // a handle on the same tensor: set_data changes it for all
-    t.set_data(places[i]);
-  }
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].set_data(places[i]);
   return buffer;
 }
 

@@ -1,7 +1,8 @@
 // The one "tensors as views of a flat buffer" type that dp, ddp and ZeRO share: a flat tensor laid
 // out by a FlatLayout, whose tensors are narrow views of it. A whole model then moves between
 // devices in one copy, its gradients add or all-reduce in one kernel per range, and a ZeRO rank's
-// shard is one slice. PyTorch's reducer keeps .grad a view of its bucket in the same way.
+// shard is one slice. (PyTorch's reducer can keep .grad a view of its bucket likewise:
+// gradient_as_bucket_view.)
 #pragma once
 
 #include <torch/torch.h>

@@ -39,6 +39,7 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
   for (auto& p : params) {
     if (p.requires_grad()) params_.push_back(p);
   }
+  if (params_.empty()) return;  // a frozen model: nothing to reduce
   for (const auto& p : params_) {
     if (p.scalar_type() != params_.front().scalar_type() ||
         p.device() != params_.front().device()) {
@@ -47,15 +48,17 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
                         "keep the model's parameters in one dtype on one device");
     }
   }
-  const std::vector<size_t> order = bucket_order(params_, bucket_bytes);
+  std::vector<int64_t> bytes;
+  for (const auto& p : params_) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
+  const std::vector<std::vector<size_t>> groups = assign_buckets(bytes, bucket_bytes);
+  std::vector<size_t> order;  // the buckets end to end: bucket_order(), from the same groups
+  for (const auto& members : groups) order.insert(order.end(), members.begin(), members.end());
   // Padded to every rank's shard only for a reduce-scatter: else no byte more than .grad's.
   const int world = route_->one_padded_bucket() ? comm_.world_size() : 1;
   grads_ = FlatBuffer(FlatLayout(numels_of(params_), order, world, /*rank=*/0),
                       params_.front().options());
-  std::vector<int64_t> bytes;
-  for (const auto& p : params_) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
   bucket_of_.resize(params_.size());
-  for (const auto& members : assign_buckets(bytes, bucket_bytes)) {
+  for (const auto& members : groups) {
     Bucket bucket;
     bucket.params = members;
     bucket.begin = grads_.layout().offset(members.front());
@@ -78,6 +81,7 @@ GradReducer::~GradReducer() {
 }
 
 void GradReducer::prepare_for_backward(bool include_accumulated) {
+  if (params_.empty()) return;
   grads_.allocate_zeros();
   include_accumulated_ = include_accumulated;
   ready_.assign(params_.size(), false);

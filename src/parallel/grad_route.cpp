@@ -1,7 +1,5 @@
 #include "parallel/grad_route.h"
 
-#include <algorithm>
-
 namespace dptrain::parallel {
 namespace {
 

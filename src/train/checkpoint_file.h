@@ -70,7 +70,8 @@ std::string checkpoint_run_id(const std::filesystem::path& path);
 // weights then says what is wrong).
 std::optional<std::string> checkpoint_config_text(const std::filesystem::path& path);
 
-// A checkpoint's parameters alone (evaluate, predict, --init-from), in the model's order; their
+// A checkpoint's model state (evaluate, predict, --init-from): its parameters and buffers, in the
+// model's order; their
 // shapes are the caller's to check before copying them (see model::match_state).
 struct CheckpointWeights {
   std::string model;                 // model.name of the run that wrote it

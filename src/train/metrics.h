@@ -32,7 +32,7 @@ struct EpochMetrics {
   int64_t skipped_steps = 0;  // fp16: steps the loss scaler skipped for inf/nan gradients
   double loss_scale = 0;      // fp16: the scale at the epoch's end; 0 otherwise
   // Per rank, in rank order, at the epoch's end: the optimizer's state (ZeRO: the rank's shard)
-  // and the gradient storage held between steps (.grad, ddp's buckets, ZeRO's shard).
+  // and the gradient storage held between steps (.grad, ddp's flat gradients, ZeRO's shard).
   std::vector<int64_t> optimizer_state_bytes;
   std::vector<int64_t> gradient_bytes;
   // Per rank: the process's peak resident memory so far (getrusage's ru_maxrss), which a

@@ -11,8 +11,9 @@
 
 namespace dptrain::train {
 
-// The file's parameters under the model's names. An I/O error naming `path` when it is neither
-// kind of file; a config error when it holds another model (see model::match_state).
+// The file's model state (parameters, then buffers) in the order of `specs`, matched by name. An
+// I/O error naming `path` when it is neither kind of file; a config error when it holds another
+// model (see model::match_state).
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::vector<model::StateSpec>& specs);
 // The same from `file`, already mapped (the bytes every rank agreed on); `path` names it.

@@ -22,16 +22,15 @@ std::vector<torch::Tensor> host_copies(parallel::Backend& backend) {
 void copy_into_model(parallel::Backend& backend, const std::vector<torch::Tensor>& values) {
   torch::NoGradGuard no_grad;
   const std::vector<torch::Tensor> state = model_state(backend);
-  for (size_t i = 0; i < state.size(); ++i) {
-    torch::Tensor target = state[i];
-    target.copy_(values[i]);
-  }
+  for (size_t i = 0; i < state.size(); ++i) state[i].copy_(values[i]);
 }
 
 model::StateDict named_host_copies(parallel::Backend& backend,
                                    const std::vector<model::StateSpec>& specs) {
   const std::vector<torch::Tensor> copies = host_copies(backend);
-  std::vector<size_t> order(std::min(copies.size(), specs.size()));
+  TORCH_CHECK(copies.size() == specs.size(), "named_host_copies: ", copies.size(), " tensors for ",
+              specs.size(), " names");
+  std::vector<size_t> order(copies.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return specs[a].state_dict_position < specs[b].state_dict_position;

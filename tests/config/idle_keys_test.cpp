@@ -2,6 +2,7 @@
 #include "config/idle_keys.h"
 
 #include "config/load.h"
+#include "core/error.h"
 #include "support/catch.h"
 
 using namespace dptrain;
@@ -32,6 +33,25 @@ TEST_CASE("ddp's keys under single or dp are named as ignored, defaults are not"
             "it is ignored",
             "parallel.max_restarts applies to ddp's ranks, and parallel.backend is "
             "\"dp\": it is ignored"});
+}
+
+TEST_CASE("model.sync_batchnorm on single is named as ignored, and on dp refused naming the key",
+          "[config][batchnorm]") {
+  CHECK(config::idle_key_warnings(with({"model.sync_batchnorm=true"}), "none") ==
+        std::vector<std::string>{"model.sync_batchnorm applies to ddp's ranks, and "
+                                 "parallel.backend is \"single\": it is ignored"});
+  CHECK(
+      config::idle_key_warnings(with({"model.sync_batchnorm=true", "parallel.backend=ddp"}), "none")
+          .empty());
+  try {
+    with({"model.sync_batchnorm=true", "parallel.backend=dp"});
+    FAIL("dp took model.sync_batchnorm");
+  } catch (const core::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "--set model.sync_batchnorm=true: model.sync_batchnorm: sums BatchNorm's statistics over "
+          "the ranks of the ddp "
+          "backend; dp keeps the first replica's, as torch.nn.DataParallel does");
+  }
 }
 
 TEST_CASE("restarts are named as ignored where dptrain's launcher does not start the ranks",
