@@ -3,7 +3,7 @@
 
 #include "config/load.h"
 #include "core/error.h"
-#include "dist/rendezvous.h"
+#include "distributed/rendezvous.h"
 #include "fuzz_input.h"
 #include "model/registry.h"
 #include "parallel/factory.h"
@@ -15,7 +15,7 @@ struct Target {
   dptrain::config::Config config = dptrain::config::resolve_config(
       std::nullopt, "defaults", {"parallel.devices=cpu"}, {"lenet"});
   std::unique_ptr<dptrain::parallel::Backend> backend = dptrain::parallel::make_backend(
-      config.parallel, dptrain::model::make_model(config.model), dptrain::dist::RankInfo{});
+      config.parallel, dptrain::model::make_model(config.model), dptrain::distributed::RankInfo{});
   torch::optim::SGD optimizer{backend->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)};
 };
 

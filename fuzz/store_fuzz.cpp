@@ -2,10 +2,10 @@
 // send them: a stranger's hello and proof, or (odd first byte) an authenticated peer's frames,
 // decoded and applied to the store's table. What a peer may cause is a refused handshake, a
 // ProtocolError that ends its connection, and replies.
-#include "dist/store_protocol.h"
-#include "dist/store_table.h"
+#include "distributed/store_protocol.h"
+#include "distributed/store_table.h"
 
-namespace store = dptrain::dist::store;
+namespace store = dptrain::distributed::store;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
