@@ -7,8 +7,8 @@
 #include "train/model_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::vector<dptrain::model::ParameterSpec> specs =
-      dptrain::model::parameter_specs(*dptrain::model::LeNet());
+  static const std::vector<dptrain::model::StateSpec> specs =
+      dptrain::model::state_specs(*dptrain::model::LeNet());
   try {
     dptrain::train::read_model_file(dptrain::fuzz::input_file(data, size), specs);
   } catch (const dptrain::core::Error&) {
