@@ -107,6 +107,21 @@ TEST_CASE(
     const auto rss = metrics_of(whole).at(0).at("peak_rss_bytes").get<std::vector<int64_t>>();
     CHECK(rss.size() == (name == "single" || name == "dp" ? 1U : 2U));
     for (const int64_t bytes : rss) CHECK(bytes > 50'000'000);
+    if (name.rfind("ddp", 0) == 0) {
+      // ddp's sharded evaluation, in eval mode with rank 0's statistics, counts what one device
+      // counts with the same model.
+      const auto report = dir / (name + "-report.json");
+      const auto single = run_dptrain(
+          "evaluate --model " + (whole / "model.pt").string() + " --config " +
+          (whole / "config.json").string() +
+          " --set parallel.backend=single --set parallel.devices=cpu --set parallel.zero_stage=0"
+          " --output " +
+          report.string());
+      INFO(single.err);
+      REQUIRE(single.status == 0);
+      CHECK(nlohmann::json::parse(core::read_text_file(report)).at("correct") ==
+            summary_of(whole).at("test_correct"));
+    }
     finals[name] = a;
   }
   // ZeRO stage 2 shards the optimizer; its steps are stage 0's bit for bit, buffers included.
@@ -115,7 +130,7 @@ TEST_CASE(
 
 TEST_CASE(
     "SyncBatchNorm on 2 and 3 ddp ranks takes ResNet-18's first step as one device does on "
-    "the whole batch; without it the step differs",
+    "the whole batch, and without it the step differs",
     "[cli][ddp][batchnorm]") {
   TempDir dir;
   write_real_subset(dir / "data", 192, 64);
@@ -151,7 +166,7 @@ TEST_CASE(
 
 TEST_CASE(
     "PyTorch loads ResNet-18's model.pt into d2l's own net strictly and classifies as dptrain "
-    "evaluate does; its state_dict comes back through --init-from",
+    "evaluate does, and its state_dict comes back through --init-from",
     "[cli][model][batchnorm]") {
   if (!python_torch_present()) {
     DPTRAIN_SKIP("needs Debian's python3-torch (scripts/setup.sh installs it)");
