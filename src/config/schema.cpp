@@ -200,7 +200,8 @@ std::vector<KeySpec> model_and_optimizer_keys() {
              "weights only, biases as PyTorch initialises them (d2l §13.6)"),
       boolean(KEY(model.sync_batchnorm),
               "ddp: BatchNorm's statistics over the global batch, as torch.nn.SyncBatchNorm; "
-              "false: each rank normalises its own shard (see [BatchNorm](#batchnorm-on-each-backend))"),
+              "false: each rank normalises its own shard (see "
+              "[BatchNorm](#batchnorm-on-each-backend))"),
       choice(KEY(optimizer.name), "the optimizer"),
       number(KEY(optimizer.lr), {0, false, std::nullopt, "d2l uses 0.2"}, "learning rate"),
       number(KEY(optimizer.momentum), {0, true, 1.0, "0 is plain SGD, 0.9 is usual"},

@@ -104,9 +104,9 @@ TEST_CASE("parameters that do not fit the model are listed, each with its shapes
           "extra [5]; mis-shaped 0.weight: [3, 2] in the file, [2, 3] in the model");
   }
   const auto ordered = model::match_state({{"0.bias", torch::ones({2})},
-                                                {"1.weight", torch::ones({4, 2})},
-                                                {"0.weight", torch::ones({2, 3})}},
-                                               specs, "ok.pt");
+                                           {"1.weight", torch::ones({4, 2})},
+                                           {"0.weight", torch::ones({2, 3})}},
+                                          specs, "ok.pt");
   REQUIRE(ordered.size() == 3);
   CHECK(ordered[0].sizes() == torch::IntArrayRef({2, 3}));
   CHECK(ordered[2].sizes() == torch::IntArrayRef({4, 2}));
