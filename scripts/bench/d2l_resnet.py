@@ -7,7 +7,8 @@ torchvision's FashionMNIST with ToTensor and DataLoader(shuffle=True, num_worker
 the net in nn.DataParallel, which on no GPU is the net itself. Trains --steps batches (the
 first one, which materialises nothing here but warms the allocator, is timed too, as dptrain's
 epoch timer counts its first step) and prints one JSON object on its last line. The baseline that
-scripts/bench_resnet.sh runs beside dptrain.
+scripts/bench_resnet.sh runs beside dptrain; tests/python/d2l_resnet_roundtrip.py builds its net
+from resnet18() here, so that the suite and the benchmark hold one copy of d2l's code.
 """
 import argparse
 import json
@@ -19,9 +20,6 @@ import time
 import torch
 from torch import nn
 from torch.nn import functional as F
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from d2l_lenet import load_data_fashion_mnist, stage_fashion_mnist  # noqa: E402
 
 
 class Residual(nn.Module):  # d2l.Residual (d2l-en 1.0)
@@ -73,6 +71,10 @@ def main():
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.1)
     args = ap.parse_args()
+    # Here, not at the top: the data loading needs torchvision, which the suite's import of
+    # resnet18() does without.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from d2l_lenet import load_data_fashion_mnist, stage_fashion_mnist
     torch.set_num_threads(args.threads)
     net = resnet18(10)
     net(torch.zeros(1, 1, 28, 28))  # materialise the Lazy layers before initialising, as a reuse

@@ -22,14 +22,25 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<int64_t>& para
   return buckets;
 }
 
-std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {
+namespace {
+
+std::vector<int64_t> bytes_of(const std::vector<torch::Tensor>& params) {
   std::vector<int64_t> bytes;
   for (const auto& p : params) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
+  return bytes;
+}
+
+// The buckets' parameter indices end to end: the flat gradients' order.
+std::vector<size_t> end_to_end(const std::vector<std::vector<size_t>>& buckets) {
   std::vector<size_t> order;
-  for (const auto& bucket : assign_buckets(bytes, bucket_bytes)) {
-    order.insert(order.end(), bucket.begin(), bucket.end());
-  }
+  for (const auto& bucket : buckets) order.insert(order.end(), bucket.begin(), bucket.end());
   return order;
+}
+
+}  // namespace
+
+std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {
+  return end_to_end(assign_buckets(bytes_of(params), bucket_bytes));
 }
 
 GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
@@ -48,14 +59,10 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
                         "keep the model's parameters in one dtype on one device");
     }
   }
-  std::vector<int64_t> bytes;
-  for (const auto& p : params_) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
-  const std::vector<std::vector<size_t>> groups = assign_buckets(bytes, bucket_bytes);
-  std::vector<size_t> order;  // the buckets end to end: bucket_order(), from the same groups
-  for (const auto& members : groups) order.insert(order.end(), members.begin(), members.end());
+  const std::vector<std::vector<size_t>> groups = assign_buckets(bytes_of(params_), bucket_bytes);
   // Padded to every rank's shard only for a reduce-scatter: else no byte more than .grad's.
   const int world = route_->one_padded_bucket() ? comm_.world_size() : 1;
-  grads_ = FlatBuffer(FlatLayout(numels_of(params_), order, world, /*rank=*/0),
+  grads_ = FlatBuffer(FlatLayout(numels_of(params_), end_to_end(groups), world, /*rank=*/0),
                       params_.front().options());
   bucket_of_.resize(params_.size());
   for (const auto& members : groups) {
