@@ -1,6 +1,7 @@
 // The pieces that let a rank of a job across machines find its own address and name a lost peer:
 // the local end of a route (distributed/route.h), the records ranks leave in the store and their
-// heartbeats (distributed/peers.h, distributed/heartbeat.h), and the endpoint a rank chooses (distributed/endpoint.h).
+// heartbeats (distributed/peers.h, distributed/heartbeat.h), and the endpoint a rank chooses
+// (distributed/endpoint.h).
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include <chrono>
