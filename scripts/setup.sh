@@ -5,7 +5,8 @@
 # (scripts/check_torch2.sh cuda: "libtorch-cuda-dev libgloo-cuda-dev libnccl-dev ...").
 set -euo pipefail
 
-# python3-torch is for the tests alone: PyTorch loads dptrain's model.pt as d2l's state_dict.
+# python3-torch is for the tests alone: PyTorch loads dptrain's model.pt as d2l's state_dict;
+# python3-protobuf and python3-crc32c read its TensorBoard event files as TensorBoard would.
 read -r -a torch_packages <<<"${DPTRAIN_TORCH_PACKAGES:-libtorch-dev libgloo-dev python3-torch}"
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -13,6 +14,7 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev libstb-dev
   dataset-fashion-mnist
   iproute2  # the tests' test hosts (network namespaces)
+  python3-protobuf python3-crc32c
   "$@"
 )
 

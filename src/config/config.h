@@ -103,6 +103,7 @@ struct LogConfig {
   LogLevel level = LogLevel::kInfo;
   int64_t every_steps = 0;                      // a progress line every N training steps; 0: none
   ProgressMode progress = ProgressMode::kAuto;  // auto: a live line when stdout is a terminal
+  bool tensorboard = true;                      // an event file in the run folder
 };
 
 struct Config {

@@ -167,7 +167,7 @@ std::vector<KeySpec> data_keys() {
   return {
       choice(KEY(data.dataset), "the data set (the same IDX layout for both)"),
       text(KEY(data.dir), "a folder",
-           "folder of the IDX files; empty: see [data/README.md](data/README.md)"),
+           "folder of the IDX files; empty: see [data/README.md](../data/README.md)"),
       integer(KEY(data.batch_size), 1, "global batch size, summed over every device"),
       boolean(KEY(data.drop_last), "drop a short last training batch"),
       choice(KEY(data.placement),
@@ -201,7 +201,7 @@ std::vector<KeySpec> model_and_optimizer_keys() {
       boolean(KEY(model.sync_batchnorm),
               "ddp: BatchNorm's statistics over the global batch, as torch.nn.SyncBatchNorm; "
               "false: each rank normalises its own shard (see "
-              "[BatchNorm](#batchnorm-on-each-backend))"),
+              "[BatchNorm](resnet.md#batchnorm-on-each-backend))"),
       choice(KEY(optimizer.name), "the optimizer"),
       number(KEY(optimizer.lr), {0, false, std::nullopt, "d2l uses 0.2"}, "learning rate"),
       number(KEY(optimizer.momentum), {0, true, 1.0, "0 is plain SGD, 0.9 is usual"},
@@ -248,9 +248,10 @@ std::vector<KeySpec> train_and_parallel_keys() {
               "first; 0: no limit"),
       integer(KEY(train.limit_train_batches), 0, "stop each epoch after this many batches; 0: all"),
       integer(KEY(train.limit_eval_batches), 0, "evaluate on this many test batches; 0: all"),
-      choice(KEY(parallel.backend),
-             "one device, or [dp](#dp-one-process-several-devices) (one process, several "
-             "devices), or [ddp](#ddp-one-process-per-device) (one process per device)"),
+      choice(
+          KEY(parallel.backend),
+          "one device, or [dp](backends.md#dp-one-process-several-devices) (one process, several "
+          "devices), or [ddp](backends.md#ddp-one-process-per-device) (one process per device)"),
       strings(KEY(parallel.devices), "`auto`, `cpu`, `cuda`, `cuda:N`",
               "single: one device (`auto`: cuda:0 if present, else cpu). dp: one entry per "
               "replica, repeats allowed (`[\"cpu\",\"cpu\"]`). ddp: one entry per rank. "
@@ -268,12 +269,12 @@ std::vector<KeySpec> train_and_parallel_keys() {
       integer(KEY(parallel.max_restarts), 0,
               "ddp under dptrain's launcher: when a rank fails or hangs, every rank starts again "
               "from the newest checkpoint, up to N times (checkpoints needed); see "
-              "[Restarts](#restarts-after-a-failure)",
+              "[Restarts](checkpoints.md#restarts-after-a-failure)",
               kMaxRestarts),
       integer(KEY(parallel.zero_stage), 0,
               "ddp: 0 keeps the optimizer's state and gradients whole on every rank; 1 shards the "
               "optimizer's state over the ranks (ZeRO stage 1), 2 the gradients too; see "
-              "[Sharded training](#sharded-training-zero)",
+              "[Sharded training](zero.md)",
               /*max=*/2),
   };
 }
@@ -330,10 +331,15 @@ std::vector<KeySpec> all_keys() {
                          "every core, shared out between the ranks on a machine and the CPU "
                          "replicas in a process"));
   keys.push_back(choice(KEY(log.level), "the least severe log messages shown"));
-  keys.push_back(integer(KEY(log.every_steps), 0, "a log line every N optimizer steps; 0: none"));
+  keys.push_back(integer(KEY(log.every_steps), 0,
+                         "a log line (and TensorBoard's step figures) every N optimizer steps; "
+                         "0: none"));
   keys.push_back(choice(KEY(log.progress),
                         "a live progress line for the running epoch on rank 0; `auto`: when "
                         "stdout is a terminal"));
+  keys.push_back(boolean(KEY(log.tensorboard),
+                         "a TensorBoard event file in the run folder (rank 0); see "
+                         "[docs/runs.md](runs.md)"));
   return keys;
 }
 

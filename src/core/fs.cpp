@@ -222,6 +222,22 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
   if (dir.get() >= 0) ::fsync(dir.get());
 }
 
+AppendFile::AppendFile(std::filesystem::path path, Open how, unsigned mode)
+    : path_(std::move(path)) {
+  const int create = how == Open::kCreateNew ? O_CREAT | O_EXCL : 0;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | create,
+               static_cast<mode_t>(mode));
+  if (fd_ < 0) fail(path_, "cannot open to append", "check that the run folder is writable");
+}
+
+AppendFile::~AppendFile() {
+  ::close(fd_);
+}
+
+void AppendFile::append(const std::string& bytes) {
+  write_all(fd_, bytes, path_);
+}
+
 int remove_stale_temporaries(const std::filesystem::path& dir) {
   static const std::regex kTemporary(R"(.+\.tmp\.(\d{1,9})(\.[0-9a-f]{16})?)");
   int removed = 0;

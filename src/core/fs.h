@@ -46,6 +46,24 @@ void ensure_own_folder(const std::filesystem::path& dir, const std::string& what
 void write_file_atomic(const std::filesystem::path& path, const std::string& contents,
                        unsigned mode = 0644);
 
+// A file that grows by whole appends, for records a reader follows while they are written (an
+// event file TensorBoard watches). Opened never through a link; each append is one write(2) and
+// reaches readers at once (no fsync: a crash may cut the last record, which its format detects).
+class AppendFile {
+ public:
+  enum class Open { kCreateNew, kExisting };
+  AppendFile(std::filesystem::path path, Open how, unsigned mode = 0644);
+  ~AppendFile();
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  void append(const std::string& bytes);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_;
+};
+
 // Removes the temporary files that write_file_atomic left in `dir` when its process was killed
 // mid-write (`name.tmp.<pid>[.<random>]` whose pid no longer runs); returns how many.
 int remove_stale_temporaries(const std::filesystem::path& dir);

@@ -3,8 +3,6 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "core/fs.h"
-
 namespace dptrain::train {
 
 nlohmann::json to_json(const EpochMetrics& m) {
@@ -152,17 +150,6 @@ RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
   s.eval_sec_per_epoch = eval_sec / s.epochs_run;
   s.samples_per_sec = train_sec > 0 ? samples / train_sec : 0;
   return s;
-}
-
-MetricsFile::MetricsFile(std::filesystem::path path, const std::vector<EpochMetrics>& earlier)
-    : path_(std::move(path)) {
-  for (const auto& m : earlier) contents_ += to_json(m).dump() + "\n";
-  if (!earlier.empty()) core::write_file_atomic(path_, contents_);
-}
-
-void MetricsFile::append(const EpochMetrics& m) {
-  contents_ += to_json(m).dump() + "\n";
-  core::write_file_atomic(path_, contents_);
 }
 
 }  // namespace dptrain::train

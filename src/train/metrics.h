@@ -1,9 +1,8 @@
-// What a run measures: one record per epoch (metrics.jsonl) and the final summary.json, both
-// written atomically so that a reader or a crash never leaves half a file.
+// What a run measures: one record per epoch (metrics.jsonl's lines) and the final summary.json,
+// with their JSON forms.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -94,18 +93,5 @@ nlohmann::json to_json(const RunSummary& s);
 
 // Sums up a finished run's epochs (the last epoch's accuracies, mean timings).
 RunSummary summarize(const std::vector<EpochMetrics>& epochs);
-
-// metrics.jsonl: one JSON object per line, one line per epoch; the whole file is rewritten
-// atomically after each epoch (it is small) so that it is complete at every moment.
-class MetricsFile {
- public:
-  // Starts with `earlier` (a resumed run's finished epochs) and writes them out at once.
-  explicit MetricsFile(std::filesystem::path path, const std::vector<EpochMetrics>& earlier = {});
-  void append(const EpochMetrics& m);
-
- private:
-  std::filesystem::path path_;
-  std::string contents_;
-};
 
 }  // namespace dptrain::train

@@ -19,17 +19,21 @@
 #include "parallel/devices.h"
 #include "parallel/zero_optimizer.h"
 #include "train/checkpoint.h"
+#include "train/console_log.h"
 #include "train/early_stopping.h"
 #include "train/evaluate.h"
 #include "train/grad_scaler.h"
 #include "train/live_progress.h"
+#include "train/metrics_files.h"
 #include "train/model_file.h"
 #include "train/parameters.h"
 #include "train/precision.h"
 #include "train/report.h"
 #include "train/run_dir.h"
+#include "train/run_log.h"
 #include "train/start_file.h"
 #include "train/step.h"
+#include "train/tensorboard_log.h"
 
 namespace dptrain::train {
 
@@ -111,6 +115,7 @@ struct EpochPlan {
   int64_t log_every = 0;
   int64_t max_steps = 0;  // 0: no limit
   LiveProgress* live = nullptr;
+  RunLog* log = nullptr;  // fed a StepRecord every log_every steps
   // After each optimizer step but an epoch's last: checkpoint.every_steps, given the epoch so
   // far, this rank's running sums and the seconds trained since the epoch (or its rest) began.
   std::function<void(const EpochOutcome&, const DeviceSums&, double)> checkpoint_within;
@@ -122,16 +127,14 @@ void add_to_sums(DeviceSums& sums, const MicroBatchOutput& mb, const data::Batch
   sums.correct += mb.logits.argmax(1).eq(batch.labels).sum();
 }
 
-// The log line every log.every_steps optimizer steps, and the live line when it is due.
+// The step record every log.every_steps optimizer steps, and the live line when it is due.
 // `fresh`: the samples this rank trained on since `timer` started (a resumption's are not).
 void report_step(const EpochPlan& plan, const EpochOutcome& out, int64_t batches,
                  int64_t global_step, const MicroBatchOutput& mb, const DeviceSums& sums,
                  int64_t fresh, const core::Stopwatch& timer) {
   const EpochMetrics& m = out.m;
   if (plan.log_every > 0 && global_step % plan.log_every == 0) {
-    if (plan.live) plan.live->clear();  // the log goes to the same terminal, on stderr
-    spdlog::info("epoch {} batch {}/{} (step {}) loss {:.4f} lr {:.4g}", m.epoch, m.batches,
-                 batches, global_step, mb.loss.item<double>(), m.lr);
+    plan.log->step({m.epoch, m.batches, batches, global_step, mb.loss.item<double>(), m.lr});
   }
   if (plan.live == nullptr || !plan.live->due()) return;
   ProgressFigures f;
@@ -269,6 +272,7 @@ class RunLoop {
         chatty_(writer_ && config.log.level <= config::LogLevel::kInfo),
         live_(console, chatty_ && progress_wanted(config.log.progress)),
         begun_(start) {
+    logs_.add(std::make_unique<ConsoleLog>(console, live_, chatty_, config.train.epochs));
     spdlog::info("training {} on {} ({} backend, {} threads), {} batches per epoch, output {}",
                  config.model.name, devices_, s_.backend->name(), torch::get_num_threads(),
                  s_.train_loader->batches_per_epoch(), output_dir.string());
@@ -297,6 +301,7 @@ class RunLoop {
           config_.log.every_steps,
           config_.train.max_steps,
           &live_,
+          &logs_,
           [this, epoch](const EpochOutcome& o, const DeviceSums& sums, double seconds) {
             checkpoint_within(epoch, o, sums, seconds);
           }};
@@ -320,8 +325,14 @@ class RunLoop {
     }
     if (begun_.replace_earlier) remove_earlier_run(output_dir_, config_);
     write_run_file(output_dir_, begun_.run);
-    core::write_file_atomic(output_dir_ / "config.json", config::to_json(config_).dump(2) + "\n");
-    metrics_file_.emplace(output_dir_ / "metrics.jsonl", result_.epochs);
+    const std::string config_json = config::to_json(config_).dump(2);
+    core::write_file_atomic(output_dir_ / "config.json", config_json + "\n");
+    logs_.add(metrics_jsonl(output_dir_, result_.epochs));
+    logs_.add(metrics_csv(output_dir_, result_.epochs));
+    if (config_.log.tensorboard) {
+      logs_.add(std::make_unique<TensorBoardLog>(
+          output_dir_, LogStart{global_step_, result_.epochs}, config_json));
+    }
   }
 
   void resume_from(const StartFile& checkpoint) {
@@ -387,8 +398,7 @@ class RunLoop {
   bool record_epoch(EpochMetrics& m) {
     evaluate_epoch(s_, m);
     result_.epochs.push_back(m);
-    if (chatty_) console_ << format_epoch_line(m, config_.train.epochs) << std::endl;
-    if (writer_) metrics_file_->append(m);
+    logs_.epoch(m);
     const EarlyStopWatch::Verdict verdict = watcher_.after_epoch(*s_.backend, m);
     checkpoints_.after_epoch(m.epoch, verdict.improved, steps_used_up(),
                              progress(m.epoch, 0, TrainingSums{}), *s_.backend, *s_.optimizer);
@@ -436,7 +446,7 @@ class RunLoop {
   int64_t global_step_ = 0;  // optimizer steps taken since the run began
   Progress start_;
   TrainResult result_;
-  std::optional<MetricsFile> metrics_file_;
+  RunLogs logs_;  // the console's, and rank 0's files once the run starts
 };
 
 }  // namespace

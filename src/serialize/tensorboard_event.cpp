@@ -1,0 +1,189 @@
+#include "serialize/tensorboard_event.h"
+
+#include <cstring>
+
+namespace dptrain::serialize {
+namespace {
+
+// Protocol buffers' wire types.
+enum Wire : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+// Field numbers, from TensorBoard's .proto files.
+constexpr uint32_t kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5;
+constexpr uint32_t kSummaryValue = 1;
+constexpr uint32_t kValueTag = 1, kValueSimpleValue = 2, kValueTensor = 8, kValueMetadata = 9;
+constexpr uint32_t kMetadataPluginData = 1, kPluginName = 1;
+constexpr uint32_t kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8;
+constexpr uint64_t kDtypeString = 7;  // DT_STRING
+
+class Message {
+ public:
+  void varint(uint32_t field, uint64_t v) {
+    key(field, kVarint);
+    put_varint(v);
+  }
+  void fixed64(uint32_t field, double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    key(field, kFixed64);
+    put_le(bits, 8);
+  }
+  void fixed32(uint32_t field, float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    key(field, kFixed32);
+    put_le(bits, 4);
+  }
+  void bytes(uint32_t field, std::string_view b) {
+    key(field, kLengthDelimited);
+    put_varint(b.size());
+    out_.append(b);
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  void key(uint32_t field, Wire wire) { put_varint((uint64_t{field} << 3) | wire); }
+  void put_varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void put_le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  std::string out_;
+};
+
+Message event_at(double wall_time, int64_t step) {
+  Message event;
+  event.fixed64(kEventWallTime, wall_time);
+  event.varint(kEventStep, static_cast<uint64_t>(step));
+  return event;
+}
+
+std::string summary_event(double wall_time, int64_t step, const std::vector<Message>& values) {
+  Message summary;
+  for (const auto& v : values) summary.bytes(kSummaryValue, v.str());
+  Message event = event_at(wall_time, step);
+  event.bytes(kEventSummary, summary.str());
+  return event.str();
+}
+
+// Reads an encoded message one field at a time.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view bytes) : bytes_(bytes) {}
+
+  struct Field {
+    uint32_t number = 0;
+    uint32_t wire = 0;
+    uint64_t value = 0;  // varint and fixed fields
+  };
+
+  // False at the end, and at bytes that are no field (then malformed() says so).
+  bool next(Field& f) {
+    if (at_ == bytes_.size()) return false;
+    malformed_ = !read_field(f);
+    return !malformed_;
+  }
+  bool malformed() const { return malformed_; }
+
+ private:
+  bool read_field(Field& f) {
+    uint64_t key = 0;
+    if (!varint(key) || (key >> 3) == 0 || (key >> 3) > 0xffffffffu) return false;
+    f.number = static_cast<uint32_t>(key >> 3);
+    f.wire = static_cast<uint32_t>(key & 7);
+    switch (f.wire) {
+      case kVarint:
+        return varint(f.value);
+      case kFixed64:
+        return fixed(f.value, 8);
+      case kFixed32:
+        return fixed(f.value, 4);
+      case kLengthDelimited: {
+        uint64_t length = 0;
+        if (!varint(length) || length > bytes_.size() - at_) return false;
+        at_ += length;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+  bool varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64 && at_ < bytes_.size(); shift += 7) {
+      const auto b = static_cast<uint8_t>(bytes_[at_++]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  }
+  bool fixed(uint64_t& v, int n) {
+    if (bytes_.size() - at_ < static_cast<size_t>(n)) return false;
+    v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(bytes_[at_ + i])} << (8 * i);
+    at_ += n;
+    return true;
+  }
+
+  std::string_view bytes_;
+  size_t at_ = 0;
+  bool malformed_ = false;
+};
+
+}  // namespace
+
+std::string file_version_event(double wall_time) {
+  Message event = event_at(wall_time, 0);
+  event.bytes(kEventFileVersion, "brain.Event:2");
+  return event.str();
+}
+
+std::string scalars_event(double wall_time, int64_t step, const std::vector<ScalarValue>& values) {
+  std::vector<Message> messages(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    messages[i].bytes(kValueTag, values[i].tag);
+    messages[i].fixed32(kValueSimpleValue, values[i].value);
+  }
+  return summary_event(wall_time, step, messages);
+}
+
+std::string text_event(double wall_time, int64_t step, const std::string& tag,
+                       const std::string& markdown) {
+  Message plugin;
+  plugin.bytes(kPluginName, "text");
+  Message metadata;
+  metadata.bytes(kMetadataPluginData, plugin.str());
+  Message tensor;
+  tensor.varint(kTensorDtype, kDtypeString);
+  tensor.bytes(kTensorShape, "");  // a scalar: no dimensions
+  tensor.bytes(kTensorStringVal, markdown);
+  Message value;
+  value.bytes(kValueTag, tag);
+  value.bytes(kValueMetadata, metadata.str());
+  value.bytes(kValueTensor, tensor.str());
+  return summary_event(wall_time, step, {value});
+}
+
+std::optional<EventHeader> decode_event_header(std::string_view bytes) {
+  EventHeader header;
+  FieldReader reader(bytes);
+  FieldReader::Field f;
+  while (reader.next(f)) {
+    if (f.number == kEventWallTime && f.wire == kFixed64) {
+      std::memcpy(&header.wall_time, &f.value, sizeof header.wall_time);
+    } else if (f.number == kEventStep && f.wire == kVarint) {
+      header.step = static_cast<int64_t>(f.value);
+    } else if (f.number == kEventSummary && f.wire == kLengthDelimited) {
+      header.has_summary = true;
+    }
+  }
+  if (reader.malformed()) return std::nullopt;
+  return header;
+}
+
+}  // namespace dptrain::serialize

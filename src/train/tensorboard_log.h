@@ -1,0 +1,43 @@
+// The run's TensorBoard event file, <run>/events.out.tfevents.<time>.<host>.<pid>, written by
+// rank 0: every log.every_steps optimizer steps the training loss and learning rate, per epoch
+// the train, val and test figures, speed, communication wait and each rank's memory, and the
+// resolved config as text. Records are appended as they come, so that TensorBoard follows a
+// running job. A resumed run keeps its file: the records past its checkpoint (which it trains
+// again) and a torn last record are cut off first, so that no step appears twice.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/fs.h"
+#include "train/run_log.h"
+
+namespace dptrain::train {
+
+// Where a run starts: what a resumed run's checkpoint holds (nothing for a new run).
+struct LogStart {
+  int64_t global_step = 0;           // optimizer steps already taken
+  std::vector<EpochMetrics> epochs;  // epochs already finished
+};
+
+// The event files in `dir`, by name (the order TensorBoard reads them in).
+std::vector<std::filesystem::path> event_files(const std::filesystem::path& dir);
+
+class TensorBoardLog : public RunLog {
+ public:
+  // `config_json`: the resolved config, shown as text.
+  TensorBoardLog(const std::filesystem::path& dir, const LogStart& start,
+                 const std::string& config_json);
+  void step(const StepRecord& r) override;
+  void epoch(const EpochMetrics& m) override;
+  const std::filesystem::path& path() const { return file_->path(); }
+
+ private:
+  void write_epoch(const EpochMetrics& m);
+  std::optional<core::AppendFile> file_;
+};
+
+}  // namespace dptrain::train
