@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ddp across two machines against one: two test hosts (network namespaces, 10.79.0.1 and
 # 10.79.0.2, made and removed here; needs root) each run one CPU rank under dptrain's launcher as
-# the README's multi-node recipe says, against the same two ranks on this machine alone, with 0,
-# 2 and 10 ms of delay each way between the hosts (`tc netem` on a veth pair, or where the kernel
+# docs/backends.md's multi-node recipe says, against the same two ranks on this machine alone, with
+# 0, 2 and 10 ms of delay each way between the hosts (`tc netem` on a veth pair, or where the kernel
 # has no netem a userspace delay line: scripts/bench/delay_line.py). Prints sec/epoch and rank 0's
 # share of training time spent waiting in gradient all-reduces (comm_wait_sec), for the default
 # buckets and for small ones (parallel.bucket_mb, which starts all-reduces earlier in backward).

@@ -9,8 +9,8 @@
 #
 # §13.5: LeNet, batch 256 and lr 0.2 on one and two devices (dp, ddp), and dp at batch 512.
 # §13.6: ResNet-18, batch 256 and lr 0.1 on one device; batch 512 and lr 0.2 on two (dp as d2l's
-# nn.DataParallel, ddp, and ddp with SyncBatchNorm). On 2 CPU cores a §13.6 epoch takes about 15
-# minutes: see the README before running it there.
+# nn.DataParallel, ddp, and ddp with SyncBatchNorm). On 2 CPU cores §13.6 takes hours: see
+# docs/reproducing.md before running it there.
 #
 # The configs ask for GPUs (cuda:0, and cuda:1 for the two-device ones). --one-gpu runs every
 # device of a config on cuda:0 (the two-device configs as [cuda:0, cuda:0]: their mechanics, not

@@ -32,7 +32,7 @@ int max_restarts(const cli::Command& command, const config::Config& config) {
             std::to_string(command.nodes.nnodes) +
             " every node's ranks would have to restart together",
         "across machines let the scheduler restart the job: torchrun --max_restarts, or "
-        "SLURM's requeue (see the README's Restarts section)");
+        "SLURM's requeue (see docs/checkpoints.md, Restarts after a failure)");
   }
   if (!command.output_dir) {
     usage_error("restarts resume from the run's checkpoints, but there is no --output",

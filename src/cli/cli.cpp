@@ -140,9 +140,10 @@ CLI::App* add_config(CLI::App& app, Command& command) {
   CLI::App* show = app.add_subcommand("config", "validate an experiment and print it resolved");
   show->footer(with_note(kConfigExamples));
   add_experiment_options(*show, command);
-  show->add_flag("--keys", command.list_keys,
-                 "print every key with its type, default, values and meaning (the README's "
-                 "table, in Markdown) instead");
+  show->add_flag(
+      "--keys", command.list_keys,
+      "print every key with its type, default, values and meaning (docs/experiments.md's "
+      "table, in Markdown) instead");
   return show;
 }
 

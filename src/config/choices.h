@@ -1,5 +1,6 @@
 // The experiment's validated choices as enums, each with the names a config file uses for it. The
-// names live here alone: loading, printing, errors and the README's key table read them from here.
+// names live here alone: loading, printing, errors and docs/experiments.md's key table read them
+// from here.
 #pragma once
 
 #include <array>

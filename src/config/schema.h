@@ -1,6 +1,6 @@
 // The experiment's keys, each declared once: its path, type, default (the Config struct's), the
 // values it takes, and one line of doc. The defaults tree, reading and range-checking a resolved
-// tree, `dptrain config`'s output and the README's key table all come from this list.
+// tree, `dptrain config`'s output and docs/experiments.md's key table all come from this list.
 #pragma once
 
 #include <functional>
@@ -24,13 +24,13 @@ struct KeySpec {
   std::function<void(const nlohmann::json&, Config&, const Checker&)> set;
 };
 
-// Every key, in the order `dptrain config` prints them and the README lists them.
+// Every key, in the order `dptrain config` prints them and docs/experiments.md lists them.
 const std::vector<KeySpec>& schema();
 
 // "data.batch_size" as a JSON pointer into an experiment tree: /data/batch_size.
 nlohmann::json::json_pointer key_pointer(const std::string& path);
 
-// The README's key table (Markdown): key, type, default, values, meaning.
+// docs/experiments.md's key table (Markdown): key, type, default, values, meaning.
 std::string key_table_markdown();
 
 }  // namespace dptrain::config

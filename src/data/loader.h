@@ -38,7 +38,8 @@ class Loader {
 // Batches an epoch of `samples` takes under these options.
 int64_t batches_per_epoch(int64_t samples, const LoaderOptions& options);
 
-// "auto" picks the device placement on GPUs and the host placement on CPUs (see the README).
+// "auto" picks the device placement on GPUs and the host placement on CPUs (see
+// docs/experiments.md, Data loading).
 Placement resolve_placement(const std::string& name, torch::Device device);
 const char* placement_name(Placement placement);
 

@@ -1,6 +1,6 @@
 // Several machines over a real network, played by test hosts (support/test_hosts.h): network
 // namespaces on one switch, each with its own address and name. dptrain's launcher runs on each
-// as the README's multi-node recipe says, with no GLOO_SOCKET_IFNAME: the ranks must find the
+// as docs/backends.md's multi-node recipe says, with no GLOO_SOCKET_IFNAME: the ranks must find the
 // interface that reaches the master themselves, train as one machine's ranks do, and name the
 // peer that is lost when a link is cut or a host never starts.
 #include "support/catch.h"

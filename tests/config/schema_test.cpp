@@ -1,4 +1,5 @@
-// The key declarations against what depends on them: the README's table, the defaults tree.
+// The key declarations against what depends on them: the key table in docs/experiments.md, the
+// defaults tree.
 #include "support/catch.h"
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,8 @@ void collect_leaves(const nlohmann::json& tree, const std::string& prefix,
 }  // namespace
 
 TEST_CASE("the README's key table is the one the schema makes", "[config]") {
-  const std::string readme = core::read_text_file(std::string(DPTRAIN_SOURCE_DIR) + "/README.md");
+  const std::string readme =
+      core::read_text_file(std::string(DPTRAIN_SOURCE_DIR) + "/docs/experiments.md");
   const size_t start = readme.find(kTableStart);
   REQUIRE(start != std::string::npos);
   const size_t from = start + std::string(kTableStart).size();
