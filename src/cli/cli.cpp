@@ -17,6 +17,8 @@ constexpr const char* kOverview = R"(Examples:
   dptrain train                                   d2l's LeNet on Fashion-MNIST, best device
   dptrain train --config configs/ddp_cpu.json --set train.epochs=2 --output runs/try
   dptrain evaluate --model runs/try/model.pt
+  dptrain compare runs/d2l-lenet/*
+  dptrain sweep --grid optimizer.lr=0.05,0.1,0.2 --grid data.batch_size=256,512
   dptrain help train                              a subcommand's options and examples)";
 
 constexpr const char* kTrainExamples = R"(Examples:
@@ -41,6 +43,18 @@ constexpr const char* kConfigExamples = R"(Examples:
   dptrain config --config configs/cpu_smoke.json    print the resolved experiment
   dptrain config --set optimizer.lr=0.1             the defaults with one change
   dptrain config --keys                             every key: type, default, values, meaning)";
+
+constexpr const char* kCompareExamples = R"(Examples:
+  dptrain compare runs/d2l-lenet/*                  every run of an experiment, side by side
+  dptrain compare runs/a runs/b --format markdown   a table for a report (or csv, json)
+  dptrain compare runs/sweep-7 --plot sweep.svg     a sweep's points, and their curves)";
+
+constexpr const char* kSweepExamples = R"(Examples:
+  dptrain sweep --grid optimizer.lr=0.05,0.1,0.2 --grid data.batch_size=256,512
+  dptrain sweep --config configs/cpu_smoke.json --grid optimizer.lr=0.1,0.2 --jobs 2
+  dptrain sweep --grid optimizer.lr=0.05,0.1 --list    the points and their indices
+  dptrain sweep --grid optimizer.lr=0.05,0.1 --index 1 --output runs/sweep-7   one point
+  sbatch --array=0-5 scripts/slurm/sweep.sbatch --grid optimizer.lr=0.05,0.1,0.2 ...)";
 
 constexpr const char* kInfoExamples = R"(Examples:
   dptrain info                                      versions, devices, threads, data
@@ -147,6 +161,42 @@ CLI::App* add_config(CLI::App& app, Command& command) {
   return show;
 }
 
+CLI::App* add_compare(CLI::App& app, Command& command) {
+  CLI::App* compare = app.add_subcommand(
+      "compare", "compare runs: what differs between them, accuracy and speed, a row each");
+  compare->footer(kCompareExamples);
+  compare
+      ->add_option("runs", command.runs,
+                   "run folders, folders holding runs (a sweep's, runs/), or quoted globs")
+      ->required();
+  compare->add_option("--format", command.format, "text (default), markdown, csv or json")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
+  compare->add_option("--plot", command.plot_file,
+                      "also draw train loss and test accuracy per epoch into this SVG (gnuplot)");
+  return compare;
+}
+
+CLI::App* add_sweep(CLI::App& app, Command& command) {
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "train every point of a grid of --set values, a run folder each, then compare");
+  sweep->footer(with_note(kSweepExamples));
+  add_experiment_options(*sweep, command);
+  sweep
+      ->add_option("-g,--grid", command.grid,
+                   "an axis of the grid: key.path=value1,value2,... (repeatable; Hydra's spelling)")
+      ->allow_extra_args(false)
+      ->required();
+  sweep->add_option("-o,--output", command.output_dir,
+                    "the sweep folder (default: runs/<name>/sweep-<timestamp>, or sweep-<array "
+                    "job id> in a SLURM job array)");
+  sweep->add_flag("--list", command.list_points, "print the points and their indices, run none");
+  sweep->add_option("--index", command.index, "run point I alone (a job array's task)")
+      ->check(CLI::NonNegativeNumber);
+  sweep->add_option("-j,--jobs", command.jobs, "points trained side by side (default 1)")
+      ->check(CLI::Range(1, 256));
+  return sweep;
+}
+
 CLI::App* add_info(CLI::App& app, Command& command) {
   CLI::App* info = app.add_subcommand("info", "print the LibTorch build, devices and threads");
   info->footer(kInfoExamples);
@@ -245,7 +295,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   CLI::App* predict = add_predict(app, command);
   CLI::App* show = add_config(app, command);
   CLI::App* info = add_info(app, command);
-  const std::vector<CLI::App*> subs = {train, evaluate, predict, show, info};
+  CLI::App* compare = add_compare(app, command);
+  CLI::App* sweep = add_sweep(app, command);
+  const std::vector<CLI::App*> subs = {train, evaluate, predict, show, info, compare, sweep};
   for (CLI::App* sub : subs) add_common_options(*sub, command);
 
   if (const auto status = answer_first_word(app, subs, argc, argv)) return {std::nullopt, *status};
@@ -277,6 +329,10 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     command.action = Action::kPredict;
   } else if (show->parsed()) {
     command.action = Action::kConfig;
+  } else if (compare->parsed()) {
+    command.action = Action::kCompare;
+  } else if (sweep->parsed()) {
+    command.action = Action::kSweep;
   } else {
     command.action = Action::kInfo;
   }

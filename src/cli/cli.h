@@ -8,7 +8,7 @@
 
 namespace dptrain::cli {
 
-enum class Action { kTrain, kEvaluate, kPredict, kConfig, kInfo };
+enum class Action { kTrain, kEvaluate, kPredict, kConfig, kInfo, kCompare, kSweep };
 
 // dptrain's own launch of ddp ranks over several machines without a scheduler, as torchrun's
 // options of the same names.
@@ -46,6 +46,16 @@ struct Command {
   int top = 3;                                       // predict: classes shown per image
   bool json = false;  // predict: a JSON object per image; info: one JSON object
   std::optional<std::string> summary_model;  // info --model: a network's summary instead
+
+  // compare
+  std::vector<std::string> runs;  // run folders, folders above them, or globs
+  std::string format = "text";    // text, markdown, csv or json
+  std::optional<std::filesystem::path> plot_file;
+
+  // sweep (with config_file, overrides, output_dir and index: the point to run alone)
+  std::vector<std::string> grid;  // "key=v1,v2"
+  bool list_points = false;
+  int jobs = 1;
 };
 
 struct ParseResult {

@@ -37,7 +37,7 @@ bool holds_results(const std::filesystem::path& dir) {
 // The files of a run's making in `dir`: its results, or its checkpoints (and their temporaries).
 bool written_by_a_run(const std::string& name) {
   static const std::regex kNames(
-      R"((metrics\.jsonl|metrics\.csv|summary\.json|config\.json|run\.json|model\.pt|best\.pt|)"
+      R"((metrics\.jsonl|metrics\.csv|summary\.json|config\.json|run\.json|state\.json|model\.pt|best\.pt|)"
       R"(events\.out\.tfevents\.[^/]+|epoch-\d{4,}(-batch-\d{6,})?\.pt)(\.tmp\..*)?)");
   return std::regex_match(name, kNames);
 }

@@ -31,6 +31,7 @@
 #include "train/report.h"
 #include "train/run_dir.h"
 #include "train/run_log.h"
+#include "train/run_state.h"
 #include "train/start_file.h"
 #include "train/step.h"
 #include "train/tensorboard_log.h"
@@ -291,6 +292,13 @@ class RunLoop {
     }
   }
 
+  // A run that ends in an error says so in state.json (a preempted one already has).
+  void mark_stopped(bool interrupted) {
+    if (writer_ && files_written_) {
+      write_run_state(output_dir_, interrupted ? RunState::kInterrupted : RunState::kFailed);
+    }
+  }
+
   TrainResult run() {
     if (writer_) write_run_files();
     for (int64_t epoch = start_.epoch; epoch < config_.train.epochs && !steps_used_up(); ++epoch) {
@@ -325,6 +333,8 @@ class RunLoop {
     }
     if (begun_.replace_earlier) remove_earlier_run(output_dir_, config_);
     write_run_file(output_dir_, begun_.run);
+    write_run_state(output_dir_, RunState::kRunning);
+    files_written_ = true;
     const std::string config_json = config::to_json(config_).dump(2);
     core::write_file_atomic(output_dir_ / "config.json", config_json + "\n");
     logs_.add(metrics_jsonl(output_dir_, result_.epochs));
@@ -389,6 +399,7 @@ class RunLoop {
                           progress(epoch, m.batches, outcome.sums), *s_.backend, *s_.optimizer);
     // No rank exits before rank 0 has written it: a launcher may stop the rest when one exits
     // (srun --kill-on-bad-exit).
+    if (writer_) write_run_state(output_dir_, RunState::kPreempted);
     std::vector<double> barrier = {0};
     s_.backend->all_reduce_sum(barrier);
     throw preempted(m, s_.train_loader->batches_per_epoch(), path, writer_, begun_);
@@ -428,6 +439,7 @@ class RunLoop {
     core::write_file_atomic(
         output_dir_ / "summary.json",
         to_json(summary).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    write_run_state(output_dir_, RunState::kFinished);
     console_ << format_summary_line(summary.test_acc, summary.sec_per_epoch, devices_) << std::endl;
   }
 
@@ -447,6 +459,7 @@ class RunLoop {
   Progress start_;
   TrainResult result_;
   RunLogs logs_;  // the console's, and rank 0's files once the run starts
+  bool files_written_ = false;
 };
 
 }  // namespace
@@ -459,11 +472,16 @@ TrainResult train(const config::Config& config, const std::filesystem::path& out
   try {
     return loop.run();
   } catch (const core::Error& e) {
+    if (e.code() == core::ErrorCode::kPreempted) throw;
+    loop.mark_stopped(e.code() == core::ErrorCode::kInterrupted);
     if (e.code() != core::ErrorCode::kInterrupted) throw;
     // Ctrl-C writes no checkpoint: the run goes on from its newest one.
     throw core::Error(e.code(), e.what(),
                       "the finished epochs are in the run folder's metrics.jsonl; " +
                           resume_hint(start, "from the newest checkpoint", ""));
+  } catch (...) {
+    loop.mark_stopped(/*interrupted=*/false);
+    throw;
   }
 }
 

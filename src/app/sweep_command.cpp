@@ -1,0 +1,96 @@
+// dptrain sweep: the grid's points checked up front (each resolves as an experiment), listed
+// (--list), or trained into the sweep folder, all of them or one (--index, a job array's task),
+// and the folder's comparison table at the end.
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "app/commands.h"
+#include "config/config.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/wall_clock.h"
+#include "runs/sweep.h"
+
+namespace dptrain::app {
+namespace {
+
+std::filesystem::path sweep_folder(const cli::Command& command, const config::Config& base) {
+  if (command.output_dir) return *command.output_dir;
+  const char* array_job = std::getenv("SLURM_ARRAY_JOB_ID");
+  if (array_job != nullptr && *array_job != '\0') {
+    return std::filesystem::path("runs") / base.name / ("sweep-" + std::string(array_job));
+  }
+  if (command.index) {
+    usage_error("--index runs one point of a sweep whose folder every task must name",
+                "give the sweep folder with --output (a SLURM job array names it after its job "
+                "id by itself)");
+  }
+  std::string stamp = core::utc_iso8601(std::chrono::system_clock::now());
+  for (char& c : stamp) {
+    if (c == ':') c = '-';
+  }
+  return std::filesystem::path("runs") / base.name / ("sweep-" + stamp);
+}
+
+}  // namespace
+
+int run_sweep(const cli::Command& command) {
+  runs::SweepPlan plan;
+  for (const auto& spec : command.grid) plan.axes.push_back(runs::parse_grid_axis(spec));
+  const auto points = runs::grid_points(plan.axes);
+  // Every point must resolve before any trains: a typo fails now, naming its point.
+  config::Config base;
+  for (size_t i = 0; i < points.size(); ++i) {
+    cli::Command point = command;
+    point.overrides.insert(point.overrides.end(), points[i].begin(), points[i].end());
+    try {
+      const config::Config resolved = resolve(point);
+      if (i == 0) base = resolved;
+    } catch (const core::Error& e) {
+      throw core::Error(e.code(), "sweep point " + std::to_string(i) + ": " + e.what(), e.hint());
+    }
+  }
+  if (command.list_points) {
+    for (size_t i = 0; i < points.size(); ++i) {
+      std::cout << i;
+      for (const auto& set : points[i]) std::cout << "  " << set;
+      std::cout << "\n";
+    }
+    return 0;
+  }
+  if (command.index && *command.index >= static_cast<int64_t>(points.size())) {
+    usage_error(
+        "--index " + std::to_string(*command.index) + ": the grid has " +
+            std::to_string(points.size()) + " points (0 to " + std::to_string(points.size() - 1) +
+            ")",
+        "`--list` prints them; a job array is --array=0-" + std::to_string(points.size() - 1));
+  }
+  plan.dir = sweep_folder(command, base);
+  if (command.config_file) plan.config = std::filesystem::absolute(*command.config_file);
+  plan.sets = command.overrides;
+  if (command.verbosity == cli::Verbosity::kQuiet) plan.flags = {"-q"};
+  if (command.verbosity == cli::Verbosity::kVerbose) plan.flags = {"-v"};
+  // Points side by side share the cores, as ddp ranks on a machine do, unless the experiment
+  // says how many threads.
+  if (command.jobs > 1 && base.runtime.threads == 0) {
+    plan.threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / command.jobs);
+  }
+  runs::prepare_sweep_folder(plan);
+  core::install_interrupt_handler();
+  core::install_preemption_handler();
+  std::vector<int64_t> indices;
+  if (command.index) {
+    indices.push_back(*command.index);
+  } else {
+    for (size_t i = 0; i < points.size(); ++i) indices.push_back(static_cast<int64_t>(i));
+  }
+  const int status = runs::run_points(plan, indices, command.index ? 1 : command.jobs);
+  const std::string table = runs::write_sweep_table(plan.dir, points.size());
+  std::cout << table << "sweep folder: " << plan.dir.string()
+            << " (table: " << (plan.dir / "compare.md").string() << ")" << std::endl;
+  return status;
+}
+
+}  // namespace dptrain::app

@@ -1,0 +1,95 @@
+#include "runs/plot.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "core/child_process.h"
+#include "core/error.h"
+#include "core/fs.h"
+
+namespace dptrain::runs {
+namespace {
+
+// A folder of our own for gnuplot's script and data, removed on every way out.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dptrain-plot.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw core::Error(core::ErrorCode::kIo, "cannot make a temporary folder for gnuplot",
+                        "check that TMPDIR is writable");
+    }
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// gnuplot's string syntax: single quotes, doubled inside.
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string plot_command(const std::vector<std::filesystem::path>& data,
+                         const std::vector<std::string>& names, int column) {
+  std::string cmd = "plot ";
+  for (size_t i = 0; i < data.size(); ++i) {
+    cmd += (i ? ", " : "") + quoted(data[i].string()) + " using 1:" + std::to_string(column) +
+           " with linespoints title " + quoted(names[i]);
+  }
+  return cmd + "\n";
+}
+
+}  // namespace
+
+void plot_runs(const std::vector<RunView>& runs, const std::vector<std::string>& names,
+               const std::filesystem::path& svg) {
+  ScratchDir scratch;
+  std::vector<std::filesystem::path> data;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::string rows = "# epoch train_loss test_acc\n";
+    for (const auto& e : runs[i].epochs) {
+      rows += std::to_string(e.value("epoch", 0)) + " " +
+              e.value("train_loss", nlohmann::json()).dump() + " " +
+              e.value("test_acc", nlohmann::json()).dump() + "\n";
+    }
+    data.push_back(scratch.path() / (std::to_string(i) + ".dat"));
+    core::write_file_atomic(data.back(), rows);
+  }
+  const std::filesystem::path tmp = svg.string() + ".tmp." + std::to_string(::getpid());
+  std::string script = "set terminal svg size 960,400 dynamic font 'sans,11'\n";
+  script += "set output " + quoted(tmp.string()) + "\n";
+  script += "set datafile missing 'null'\nset grid\nset xlabel 'epoch'\nset key noenhanced\n";
+  script += "set multiplot layout 1,2\n";
+  script += "set title 'train loss'\n" + plot_command(data, names, 2);
+  script += "set title 'test acc'\n" + plot_command(data, names, 3);
+  script += "unset multiplot\n";
+  core::write_file_atomic(scratch.path() / "plot.gp", script);
+  const auto log = scratch.path() / "gnuplot.log";
+  const int status = core::wait_for(core::start_program(
+      "gnuplot", {(scratch.path() / "plot.gp").string()}, {log, std::nullopt, false}));
+  if (status == 127) {
+    throw core::Error(core::ErrorCode::kUsage, "--plot needs gnuplot, which is not installed",
+                      "install it: apt-get install gnuplot-nox (or scripts/setup.sh gnuplot-nox)");
+  }
+  if (status != 0) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw core::Error(
+        core::ErrorCode::kRuntime,
+        "gnuplot failed (status " + std::to_string(status) + "): " + core::read_text_file(log),
+        "check that " + svg.parent_path().string() + " is writable");
+  }
+  std::filesystem::rename(tmp, svg);
+}
+
+}  // namespace dptrain::runs

@@ -1,0 +1,143 @@
+#include "runs/run_folder.h"
+
+#include <glob.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <sstream>
+
+#include "config/json_text.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/wall_clock.h"
+
+namespace dptrain::runs {
+namespace {
+
+constexpr int kMaxDepth = 4;  // runs/<name>/<sweep>/<point>
+
+nlohmann::json read_json(const std::filesystem::path& file) {
+  try {
+    return config::parse_json(core::read_text_file(file));
+  } catch (const nlohmann::json::exception& e) {
+    throw core::Error(core::ErrorCode::kIo, file.string() + ": " + config::plain_json_error(e),
+                      "is this a run folder dptrain wrote? leave it out of the list");
+  }
+}
+
+std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& file) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream text(core::read_text_file(file));
+  std::string line;
+  for (int number = 1; std::getline(text, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      lines.push_back(config::parse_json(line));
+    } catch (const nlohmann::json::exception& e) {
+      throw core::Error(
+          core::ErrorCode::kIo,
+          file.string() + ":" + std::to_string(number) + ": " + config::plain_json_error(e),
+          "is this a run folder dptrain wrote? leave it out of the list");
+    }
+  }
+  return lines;
+}
+
+std::string state_of(const std::filesystem::path& dir, bool has_summary) {
+  if (!std::filesystem::exists(dir / "state.json")) return has_summary ? "finished" : "unfinished";
+  const nlohmann::json j = read_json(dir / "state.json");
+  std::string state = j.value("state", "unfinished");
+  if (state == "finished" && !has_summary) return "unfinished";
+  // A process killed outright (SIGKILL, a node lost) leaves "running" behind; on this host its
+  // pid tells. On another host it cannot be told from a run still going.
+  if (state == "running" && j.value("host", "") == core::host_name()) {
+    const auto pid = j.value("pid", 0);
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) return "stopped";
+  }
+  return state;
+}
+
+// Folder names in order, numbers by value (a sweep's 2 before its 10).
+bool name_order(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const std::string x = a.filename().string();
+  const std::string y = b.filename().string();
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit);
+  };
+  if (digits(x) && digits(y)) return std::stol(x) < std::stol(y);
+  return x < y;
+}
+
+void runs_below(const std::filesystem::path& dir, int depth,
+                std::vector<std::filesystem::path>& out) {
+  if (is_run_folder(dir)) {
+    out.push_back(dir);
+    return;
+  }
+  if (depth == kMaxDepth) return;
+  std::vector<std::filesystem::path> children;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_directory(ec) && !entry.is_symlink(ec)) children.push_back(entry.path());
+  }
+  std::sort(children.begin(), children.end(), name_order);
+  for (const auto& child : children) runs_below(child, depth + 1, out);
+}
+
+std::vector<std::string> expand_glob(const std::string& pattern) {
+  glob_t matches{};
+  std::vector<std::string> paths;
+  if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+    for (size_t i = 0; i < matches.gl_pathc; ++i) paths.emplace_back(matches.gl_pathv[i]);
+  }
+  ::globfree(&matches);
+  return paths;
+}
+
+}  // namespace
+
+bool is_run_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(dir / "config.json", ec) ||
+         std::filesystem::is_regular_file(dir / "run.json", ec);
+}
+
+RunView read_run(const std::filesystem::path& dir) {
+  RunView run;
+  run.dir = dir;
+  if (std::filesystem::exists(dir / "config.json")) run.config = read_json(dir / "config.json");
+  if (std::filesystem::exists(dir / "summary.json")) run.summary = read_json(dir / "summary.json");
+  if (std::filesystem::exists(dir / "metrics.jsonl")) {
+    run.epochs = read_json_lines(dir / "metrics.jsonl");
+  }
+  run.state = state_of(dir, run.summary.has_value());
+  return run;
+}
+
+std::vector<std::filesystem::path> find_runs(const std::vector<std::string>& args) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& arg : args) {
+    std::vector<std::string> paths = {arg};
+    std::error_code ec;
+    if (!std::filesystem::exists(arg, ec) && arg.find_first_of("*?[") != std::string::npos) {
+      paths = expand_glob(arg);
+    }
+    const size_t before = found.size();
+    for (const auto& path : paths) {
+      if (std::filesystem::is_directory(path, ec)) runs_below(path, 0, found);
+    }
+    if (found.size() == before) {
+      throw core::Error(core::ErrorCode::kUsage, arg + ": holds no run folder",
+                        "name run folders (each holds config.json), a folder above them (a "
+                        "sweep's, runs/), or a quoted glob such as 'runs/d2l-lenet/*'");
+    }
+  }
+  std::vector<std::filesystem::path> unique;
+  for (const auto& dir : found) {
+    if (std::find(unique.begin(), unique.end(), dir) == unique.end()) unique.push_back(dir);
+  }
+  return unique;
+}
+
+}  // namespace dptrain::runs
