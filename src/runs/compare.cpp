@@ -118,7 +118,9 @@ std::vector<std::string> run_names(const std::vector<RunView>& runs) {
     }
     parts.push_back(p);
   }
-  size_t shared = 0;  // leading folders every run has, keeping at least the last part of each
+  // Leading folders every run has, keeping at least the last part of each (a lone run: its
+  // folder's name).
+  size_t shared = parts.size() == 1 && !parts[0].empty() ? parts[0].size() - 1 : 0;
   for (bool same = runs.size() > 1; same; ++shared) {
     for (const auto& p : parts)
       same = same && shared + 1 < p.size() && p[shared] == parts[0][shared];

@@ -1,0 +1,139 @@
+// compare's table from run folders made by hand, so that every cell is known: what differs, the
+// figures of finished epochs, and the states of runs that did not finish. And the sweep's grid.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/wall_clock.h"
+#include "runs/compare.h"
+#include "runs/run_folder.h"
+#include "runs/sweep.h"
+#include "support/catch.h"
+#include "support/fixtures.h"
+
+using namespace dptrain;
+using testing::TempDir;
+using testing::write_text;
+
+namespace {
+
+nlohmann::json config_with_lr(double lr) {
+  return {{"name", "x"},
+          {"optimizer", {{"lr", lr}, {"momentum", 0.0}}},
+          {"train", {{"epochs", 2}}},
+          {"parallel", {{"backend", "single"}, {"devices", "cpu"}}},
+          {"precision", "fp32"}};
+}
+
+nlohmann::json epoch(int e, double test_acc, double train_sec) {
+  return {{"epoch", e},
+          {"test_acc", test_acc},
+          {"train_loss", 1.0 / e},
+          {"train_sec", train_sec},
+          {"train_samples", 100}};
+}
+
+void write_run(const std::filesystem::path& dir, const nlohmann::json& config,
+               const std::vector<nlohmann::json>& epochs, const std::string& state, int pid = 0) {
+  std::filesystem::create_directories(dir);
+  write_text(dir / "config.json", config.dump());
+  std::string lines;
+  for (const auto& e : epochs) lines += e.dump() + "\n";
+  write_text(dir / "metrics.jsonl", lines);
+  write_text(dir / "state.json",
+             nlohmann::json{{"state", state}, {"pid", pid}, {"host", core::host_name()}}.dump());
+}
+
+// A pid that no process has: a child that has ended and been reaped.
+int dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("compare shows what differs and what each run measured, unfinished runs as such",
+          "[runs]") {
+  TempDir dir;
+  write_run(dir / "a", config_with_lr(0.1), {epoch(1, 0.5, 2), epoch(2, 0.7, 4)}, "finished");
+  write_text(dir / "a" / "summary.json", nlohmann::json{{"test_acc", 0.7},
+                                                        {"backend", "ddp"},
+                                                        {"devices", {"cpu", "cpu"}},
+                                                        {"precision", "fp32"},
+                                                        {"best_epoch", nullptr}}
+                                             .dump());
+  write_run(dir / "b", config_with_lr(0.2), {epoch(1, 0.6, 1)}, "preempted");
+  write_run(dir / "c", config_with_lr(0.2), {}, "running", dead_pid());
+  write_run(dir / "d", config_with_lr(0.2), {epoch(1, 0.4, 1), epoch(2, 0.3, 1)}, "running",
+            static_cast<int>(::getpid()));
+
+  const auto found = runs::find_runs({dir.path().string()});
+  REQUIRE(found.size() == 4);
+  std::vector<runs::RunView> views;
+  for (const auto& f : found) views.push_back(runs::read_run(f));
+  CHECK(runs::differing_keys(views) == std::vector<std::string>{"optimizer.lr"});
+  CHECK(runs::run_names(views) == std::vector<std::string>{"a", "b", "c", "d"});
+  const runs::Table table = runs::compare_runs(views);
+  CHECK(table.columns == std::vector<std::string>{"run", "state", "backend", "devices", "precision",
+                                                  "optimizer.lr", "epochs", "test_acc",
+                                                  "best_epoch", "sec/epoch", "samples/s"});
+  using Row = std::vector<std::string>;
+  CHECK(table.rows[0] ==
+        Row{"a", "finished", "ddp", "cpu,cpu", "fp32", "0.1", "2/2", "0.7000", "2", "3.00", "33"});
+  CHECK(table.rows[1] ==
+        Row{"b", "preempted", "single", "cpu", "fp32", "0.2", "1/2", "0.6000", "1", "1.00", "100"});
+  CHECK(table.rows[2] ==
+        Row{"c", "stopped", "single", "cpu", "fp32", "0.2", "0/2", "-", "-", "-", "-"});
+  // A run still going (this process stands for it) shows its finished epochs.
+  CHECK(table.rows[3] ==
+        Row{"d", "running", "single", "cpu", "fp32", "0.2", "2/2", "0.3000", "1", "1.00", "100"});
+  CHECK(table.records[1].at("test_acc") == 0.6);
+  CHECK(table.records[2].at("test_acc").is_null());
+
+  const std::string csv = runs::format_table(table, runs::TableFormat::kCsv);
+  CHECK(csv.substr(0, csv.find('\n')) ==
+        "run,state,backend,devices,precision,optimizer.lr,epochs,test_acc,best_epoch,sec/epoch,"
+        "samples/s");
+  CHECK(csv.find("\na,finished,ddp,\"cpu,cpu\",fp32,0.1,2/2,0.7000,2,3.00,33\n") !=
+        std::string::npos);
+  const std::string markdown = runs::format_table(table, runs::TableFormat::kMarkdown);
+  CHECK(markdown.find("| b | preempted | single | cpu | fp32 | 0.2 | 1/2 |") != std::string::npos);
+}
+
+TEST_CASE("compare names an argument that holds no run, and reads quoted globs", "[runs]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "empty");
+  CHECK_THROWS_WITH(runs::find_runs({(dir / "empty").string()}),
+                    Catch::Matchers::Contains("holds no run folder"));
+  write_run(dir / "r1", config_with_lr(0.1), {}, "running");
+  write_run(dir / "r2", config_with_lr(0.1), {}, "running");
+  write_run(dir / "s" / "10", config_with_lr(0.1), {}, "running");
+  write_run(dir / "s" / "2", config_with_lr(0.1), {}, "running");
+  CHECK(runs::find_runs({(dir / "r*").string()}) ==
+        std::vector<std::filesystem::path>{dir / "r1", dir / "r2"});
+  // A sweep's points by number: 2 before 10.
+  CHECK(runs::find_runs({(dir / "s").string()}) ==
+        std::vector<std::filesystem::path>{dir / "s" / "2", dir / "s" / "10"});
+}
+
+TEST_CASE("a grid in Hydra's spelling: values with commas in brackets, first axis slowest",
+          "[runs]") {
+  const auto devices = runs::parse_grid_axis(R"(parallel.devices=["cpu","cpu"],cpu)");
+  CHECK(devices.key == "parallel.devices");
+  CHECK(devices.values == std::vector<std::string>{R"(["cpu","cpu"])", "cpu"});
+  const auto points = runs::grid_points({runs::parse_grid_axis("optimizer.lr=0.05,0.1,0.2"),
+                                         runs::parse_grid_axis("data.batch_size=256,512")});
+  REQUIRE(points.size() == 6);
+  CHECK(points[0] == std::vector<std::string>{"optimizer.lr=0.05", "data.batch_size=256"});
+  CHECK(points[1] == std::vector<std::string>{"optimizer.lr=0.05", "data.batch_size=512"});
+  CHECK(points[5] == std::vector<std::string>{"optimizer.lr=0.2", "data.batch_size=512"});
+  for (const std::string bad : {"optimizer.lr", "=1,2", "optimizer.lr=1,,2", "a=[1,2"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(runs::parse_grid_axis(bad), core::Error);
+  }
+}
