@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/generated_docs.h"
 #include "cli/suggest.h"
 #include "config/schema.h"
 
@@ -265,6 +266,11 @@ std::optional<int> answer_first_word(CLI::App& app, const std::vector<CLI::App*>
     return 0;
   }
   const std::string first = argv[1];
+  // What the build generates from this definition (cli/generated_docs.h).
+  if (first == "--man-page" || first == "--bash-completion") {
+    std::cout << (first == "--man-page" ? man_page(app) : bash_completion(app));
+    return 0;
+  }
   if (first == "help") {
     if (argc < 3) {
       std::cout << app.help();
