@@ -1,6 +1,7 @@
 // dptrain sweep: the grid's points checked up front (each resolves as an experiment), listed
 // (--list), or trained into the sweep folder, all of them or one (--index, a job array's task),
 // and the folder's comparison table at the end.
+#include <spdlog/spdlog.h>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -87,7 +88,12 @@ int run_sweep(const cli::Command& command) {
     for (size_t i = 0; i < points.size(); ++i) indices.push_back(static_cast<int64_t>(i));
   }
   const int status = runs::run_points(plan, indices, command.index ? 1 : command.jobs);
-  const std::string table = runs::write_sweep_table(plan.dir, points.size());
+  std::string table;
+  try {  // a table that cannot be made must not hide the points' status (75: requeue)
+    table = runs::write_sweep_table(plan.dir, points.size());
+  } catch (const core::Error& e) {
+    spdlog::warn("the sweep's table: {} ({})", e.what(), e.hint());
+  }
   std::cout << table << "sweep folder: " << plan.dir.string()
             << " (table: " << (plan.dir / "compare.md").string() << ")" << std::endl;
   return status;

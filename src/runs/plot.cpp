@@ -32,10 +32,17 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-// gnuplot's string syntax: single quotes, doubled inside.
+// gnuplot's string syntax: single quotes, doubled inside. A control character (a newline in a
+// folder's name) would end the command and start another, so it becomes '?'.
 std::string quoted(const std::string& s) {
   std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  for (char c : s) {
+    if (c == '\'') {
+      out += "''";
+    } else {
+      out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+    }
+  }
   return out + "'";
 }
 

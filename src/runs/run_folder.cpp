@@ -97,6 +97,9 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
 
 }  // namespace
 
+// read_run without the conversion of a wrongly shaped file's error.
+static RunView read_run_files(const std::filesystem::path& dir);
+
 bool is_run_folder(const std::filesystem::path& dir) {
   std::error_code ec;
   return std::filesystem::is_regular_file(dir / "config.json", ec) ||
@@ -104,6 +107,17 @@ bool is_run_folder(const std::filesystem::path& dir) {
 }
 
 RunView read_run(const std::filesystem::path& dir) {
+  try {
+    return read_run_files(dir);
+  } catch (const nlohmann::json::exception& e) {  // valid JSON of another shape
+    throw core::Error(
+        core::ErrorCode::kIo,
+        dir.string() + ": not a run folder dptrain wrote: " + config::plain_json_error(e),
+        "leave it out of the list");
+  }
+}
+
+RunView read_run_files(const std::filesystem::path& dir) {
   RunView run;
   run.dir = dir;
   if (std::filesystem::exists(dir / "config.json")) run.config = read_json(dir / "config.json");

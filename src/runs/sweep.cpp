@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -56,8 +57,16 @@ class FolderLock {
  public:
   explicit FolderLock(const std::filesystem::path& file)
       : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)) {
-    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-      throw core::Error(core::ErrorCode::kIo, file.string() + ": cannot lock",
+    int locked = -1;
+    if (fd_ >= 0) {
+      do {  // a preemption notice interrupts the wait; the lock is still wanted
+        locked = ::flock(fd_, LOCK_EX);
+      } while (locked != 0 && errno == EINTR);
+    }
+    if (locked != 0) {
+      const std::string why = std::strerror(errno);
+      if (fd_ >= 0) ::close(fd_);
+      throw core::Error(core::ErrorCode::kIo, file.string() + ": cannot lock: " + why,
                         "check that the sweep folder is writable");
     }
   }

@@ -293,9 +293,13 @@ class RunLoop {
   }
 
   // A run that ends in an error says so in state.json (a preempted one already has).
-  void mark_stopped(bool interrupted) {
-    if (writer_ && files_written_) {
+  // Never throws: the error that ended the run (a full disk, often) is the one to report.
+  void mark_stopped(bool interrupted) noexcept {
+    if (!writer_ || !files_written_) return;
+    try {
       write_run_state(output_dir_, interrupted ? RunState::kInterrupted : RunState::kFailed);
+    } catch (const std::exception& e) {
+      spdlog::warn("could not record the run's end in state.json: {}", e.what());
     }
   }
 
