@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "serialize/little_endian.h"
+
 namespace dptrain::serialize {
 namespace {
 
@@ -26,13 +28,13 @@ class Message {
     uint64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     key(field, kFixed64);
-    put_le(bits, 8);
+    append_le(out_, bits, 8);
   }
   void fixed32(uint32_t field, float v) {
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     key(field, kFixed32);
-    put_le(bits, 4);
+    append_le(out_, bits, 4);
   }
   void bytes(uint32_t field, std::string_view b) {
     key(field, kLengthDelimited);
@@ -49,9 +51,6 @@ class Message {
       v >>= 7;
     }
     out_.push_back(static_cast<char>(v));
-  }
-  void put_le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   }
   std::string out_;
 };
@@ -124,8 +123,7 @@ class FieldReader {
   }
   bool fixed(uint64_t& v, int n) {
     if (bytes_.size() - at_ < static_cast<size_t>(n)) return false;
-    v = 0;
-    for (int i = 0; i < n; ++i) v |= uint64_t{static_cast<uint8_t>(bytes_[at_ + i])} << (8 * i);
+    v = read_le(bytes_, at_, n);
     at_ += n;
     return true;
   }

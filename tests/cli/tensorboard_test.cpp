@@ -2,6 +2,7 @@
 // read_tensorboard.py: Google's protobuf parser and python3-crc32c): every record's CRCs, the
 // epoch figures against metrics.jsonl, the step figures at every log.every_steps, the config as
 // text; a resumed run that never repeats a step; metrics.csv; log.tensorboard false.
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -151,6 +152,8 @@ TEST_CASE("a run resumed from a checkpoint cuts its event file there and never r
   }
   auto resume = job(dir, run);
   resume.insert(resume.end(), {"--resume", "auto"});
+  const double resumed_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto resumed = run_dptrain(shell_words(resume));
   INFO(resumed.err);
   REQUIRE(resumed.status == 0);
@@ -160,9 +163,11 @@ TEST_CASE("a run resumed from a checkpoint cuts its event file there and never r
   CHECK(steps_of(events.at("scalars").at("epoch/test_acc")) == std::vector<int64_t>{20, 40});
   CHECK(events.at("texts").at("config").size() == 1);
   check_epochs_match_metrics(events, run);
-  // Steps past the checkpoint were written again by the resumed part, after the earlier ones.
+  // Step 24 (at or before the checkpoint) is the first part's record; step 27, past it, the
+  // resumed part's.
   const auto& losses = events.at("scalars").at("step/train_loss");
-  CHECK(losses[8][2].get<double>() >= losses[7][2].get<double>());
+  CHECK(losses[7][2].get<double>() < resumed_at);
+  CHECK(losses[8][2].get<double>() >= resumed_at);
 }
 
 TEST_CASE("log.tensorboard false writes no event file", "[cli][tb]") {

@@ -73,10 +73,16 @@ TEST_CASE("TFRecord frames read back, up to the first one cut short or corrupted
     CHECK(scan.records.size() == (flip < a.size() ? 0u : 1u));
     CHECK_FALSE(scan.complete);
   }
-  // A length that claims more than the file holds is a cut frame, not an allocation.
+  // A length that claims more than the file holds, under an intact header CRC, is a cut frame,
+  // not an allocation.
   std::string huge = tfrecord_frame("y");
   huge[7] = '\x7f';
-  CHECK(scan_tfrecords(huge).records.empty());
+  const uint32_t header_crc = masked_crc32c(std::string_view(huge).substr(0, 8));
+  for (int i = 0; i < 4; ++i) huge[8 + i] = static_cast<char>((header_crc >> (8 * i)) & 0xff);
+  scan = scan_tfrecords(huge);
+  CHECK(scan.records.empty());
+  CHECK_FALSE(scan.complete);
+  CHECK(scan.valid_bytes == 0);
 }
 
 TEST_CASE("an event's step and time read back; other bytes are no event", "[serialize]") {
@@ -90,5 +96,8 @@ TEST_CASE("an event's step and time read back; other bytes are no event", "[seri
   REQUIRE(version);
   CHECK_FALSE(version->has_summary);
   CHECK(decode_event_header(text_event(1.0, 7, "config", "    {}\n"))->step == 7);
-  CHECK_FALSE(decode_event_header("\x0a\xff"));  // a length past the end
+  CHECK_FALSE(decode_event_header("\x0a\xff"));  // a varint cut short
+  CHECK_FALSE(
+      decode_event_header(std::string("\x2a\x05"
+                                      "ab")));  // a length past the end
 }
