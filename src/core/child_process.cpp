@@ -1,6 +1,9 @@
 #include "core/child_process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +22,7 @@ pid_t start_program(const std::string& program, const std::vector<std::string>& 
   std::vector<char*> pointers;
   for (auto& a : argv) pointers.push_back(a.data());
   pointers.push_back(nullptr);
-  int log_fd = -1, in_fd = -1;
+  int log_fd = -1;
   if (options.log) {
     log_fd =
         ::open(options.log->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -29,20 +32,28 @@ pid_t start_program(const std::string& program, const std::vector<std::string>& 
                   "check that the folder is writable");
     }
   }
-  if (options.stdin_file) in_fd = ::open(options.stdin_file->c_str(), O_RDONLY | O_CLOEXEC);
-  sigset_t held;
+  // Blocked from before fork: a notice that reached the child while it still ran dptrain's
+  // handlers would only set a flag in memory that exec throws away. The child sets the default
+  // actions while they are blocked, then unblocks them, or holds them across exec.
+  sigset_t held, before;
   launcher_held_signals(held);
+  ::pthread_sigmask(SIG_BLOCK, &held, &before);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {  // only async-signal-safe calls until exec
-    if (options.hold_signals) ::sigprocmask(SIG_BLOCK, &held, nullptr);
+    if (options.own_group) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // dptrain died before the line above
+    }
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGUSR1, SIG_DFL);
+    if (!options.hold_signals) ::sigprocmask(SIG_SETMASK, &before, nullptr);
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
-    if (in_fd >= 0) ::dup2(in_fd, STDIN_FILENO);
     if (program.find('/') == std::string::npos) {
       ::execvp(program.c_str(), pointers.data());
     } else {
@@ -50,8 +61,8 @@ pid_t start_program(const std::string& program, const std::vector<std::string>& 
     }
     ::_exit(127);
   }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (log_fd >= 0) ::close(log_fd);
-  if (in_fd >= 0) ::close(in_fd);
   if (pid < 0) {
     throw Error(ErrorCode::kRuntime, "could not start " + program + ": " + std::strerror(errno),
                 "the machine may be out of processes or memory");

@@ -13,7 +13,9 @@ namespace dptrain::core {
 
 struct ChildOptions {
   std::optional<std::filesystem::path> log;  // stdout and stderr appended there (never a link)
-  std::optional<std::filesystem::path> stdin_file;
+  // A process group of its own, killed when dptrain dies (even by SIGKILL): a terminal's Ctrl-C
+  // then reaches dptrain alone, which passes it on once (a second SIGINT kills a dptrain child).
+  bool own_group = false;
   // The signals a dptrain child acts on (Ctrl-C, preemption notices) stay blocked across exec
   // until its handlers are in (core/interrupt.h): one sent early must not kill it outright.
   bool hold_signals = false;

@@ -102,8 +102,11 @@ pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bo
   std::vector<char*> args = pointers(argv);
   std::vector<char*> envp = pointers(env);
   const int null_fd = quiet_stdout ? ::open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
-  sigset_t held;  // blocked across exec until the rank can act on them (core/interrupt.h)
+  // Blocked from before fork until the rank can act on them (core/interrupt.h): one that came
+  // while the child still ran the launcher's handlers would be lost with the child's memory.
+  sigset_t held, before;
   core::launcher_held_signals(held);
+  ::pthread_sigmask(SIG_BLOCK, &held, &before);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -115,11 +118,11 @@ pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bo
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGUSR1, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &held, nullptr);
     if (null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
     ::execve("/proc/self/exe", args.data(), envp.data());
     ::_exit(127);
   }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (null_fd >= 0) ::close(null_fd);
   if (pid < 0) {
     throw core::Error(core::ErrorCode::kDistributed,
