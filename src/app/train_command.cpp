@@ -145,16 +145,18 @@ void check_launch_options(const cli::Command& command,
   }
 }
 
-// Rank 0's choices: the output folder (into `output`) and its run, the file to start from, and the
-// command line that would go on from the run's newest checkpoint.
+// Rank 0's choices: the output folder (into `output`, locked by `folder_lock`) and its run, the
+// file to start from, and the command line that would go on from the run's newest checkpoint.
 train::Start choose_start(const cli::Command& command, const config::Config& config,
                           const distributed::RankInfo& rank, const std::vector<std::string>& argv,
-                          std::filesystem::path& output) {
+                          std::filesystem::path& output,
+                          std::shared_ptr<const core::FileLock>& folder_lock) {
   train::Start start;
   start.command = argv;
   train::RunFolder folder =
       train::open_run_folder(command.output_dir, config, run_start(command, rank));
   output = folder.dir;
+  folder_lock = folder.lock;
   start.resume = resume_point(command, config, folder);
   start.run = folder.record;
   start.run.job = rank.job_id;  // the job that starts it now
@@ -190,9 +192,10 @@ int train_here(const cli::Command& command, const config::Config& config,
   train::Start start;
   start.command = argv;
   std::filesystem::path output;
+  std::shared_ptr<const core::FileLock> folder_lock;  // held until the run has ended
   const bool output_existed = command.output_dir && std::filesystem::exists(*command.output_dir);
   try {
-    if (rank.rank == 0) start = choose_start(command, config, rank, argv, output);
+    if (rank.rank == 0) start = choose_start(command, config, rank, argv, output, folder_lock);
     train::train(config, output, std::cout, rank, start);
   } catch (...) {
     // A run that failed before writing anything (a rank that never arrived, a missing device)

@@ -138,6 +138,16 @@ RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
     }
   }
   core::ensure_own_folder(folder.dir, "the output folder");
+  // Two trainings in one folder would interleave their records and checkpoints (a sweep started
+  // twice, a job array's task run by hand beside SLURM's): the second is refused while the first
+  // runs. The kernel drops the lock with its process, so a killed run leaves none behind.
+  folder.lock = std::make_shared<const core::FileLock>(folder.dir, core::FileLock::Mode::kTry);
+  if (!folder.lock->held()) {
+    throw core::Error(core::ErrorCode::kIo,
+                      folder.dir.string() + ": another dptrain is training into this folder now",
+                      "wait for it to end (its state.json names its process), or choose another "
+                      "--output");
+  }
   folder.replaces_earlier = start == RunStart::kOverwrite;
   const std::optional<RunRecord> existing =
       start == RunStart::kResume ? run_record_of(folder.dir) : std::nullopt;

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "config/config.h"
+#include "core/file_lock.h"
 
 namespace dptrain::train {
 
@@ -34,13 +36,16 @@ struct RunRecord {
 
 struct RunFolder {
   std::filesystem::path dir;
+  // Held while the run trains: a second training into the folder is refused meanwhile.
+  std::shared_ptr<const core::FileLock> lock;
   RunRecord record;
   bool existing = false;          // the record was the folder's own (a resume of its run)
   bool replaces_earlier = false;  // --overwrite: remove_earlier_run() once training can start
 };
 
-// Rank 0 only: makes (or reopens) the folder as `start` says, with its run's record: the one its
-// run.json holds when resuming, else a new one. Nothing is written or removed yet, so that a
+// Rank 0 only: makes (or reopens) and locks the folder as `start` says, with its run's record: the
+// one its run.json holds when resuming, else a new one. An error naming the folder while another
+// dptrain trains into it. Nothing is written or removed yet, so that a
 // start that fails leaves the folder as it was (or no folder, removed by the caller).
 RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
                           const config::Config& config, RunStart start);

@@ -3,6 +3,7 @@
 // checkpoint.dir never prune or resume each other's.
 #include "support/catch.h"
 
+#include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
@@ -199,4 +200,29 @@ TEST_CASE("runs that share a checkpoint.dir keep their checkpoints apart", "[cli
   CHECK_THAT(resumed.err,
              ContainsSubstring("resumed from " + (shared / run_id(dir / "a")).string() +
                                "/epoch-0003.pt"));
+}
+
+TEST_CASE("a second training into a folder in use is refused until the first has ended",
+          "[cli][runs]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 30);
+  const auto out = dir / "a";
+  // 20 epochs of 100 steps: still training while the others try.
+  BackgroundRun first(with(job(dir, 20, "0.1", out), {"--set", "log.every_steps=1"}));
+  REQUIRE(first.wait_for_stderr("(step 3)", 120));
+  for (const auto& how :
+       {std::vector<std::string>{"--resume", "auto"}, std::vector<std::string>{"--overwrite"}}) {
+    const auto second = run_dptrain(shell_words(with(job(dir, 2, "0.1", out), how)));
+    INFO(second.err);
+    CHECK(second.status == 5);
+    CHECK_THAT(second.err,
+               ContainsSubstring(out.string() + ": another dptrain is training into this folder"));
+  }
+  first.signal(SIGINT);
+  const auto stopped = first.finish(120);
+  CHECK(stopped.status == 130);
+  // The lock went with its process: the folder takes a run again.
+  const auto replaced = run_dptrain(shell_words(with(job(dir, 1, "0.1", out), {"--overwrite"})));
+  INFO(replaced.err);
+  CHECK(replaced.status == 0);
 }
