@@ -34,24 +34,45 @@ std::filesystem::path sweep_folder(const cli::Command& command, const config::Co
   return std::filesystem::path("runs") / base.name / ("sweep-" + stamp);
 }
 
-}  // namespace
+std::vector<runs::GridAxis> grid_axes(const cli::Command& command) {
+  std::vector<runs::GridAxis> axes;
+  for (const auto& spec : command.grid) {
+    axes.push_back(runs::parse_grid_axis(spec));
+    for (size_t a = 0; a + 1 < axes.size(); ++a) {
+      if (axes[a].key == axes.back().key) {
+        usage_error("--grid " + spec + ": " + axes[a].key + " has a --grid already",
+                    "give all of a key's values in one --grid, separated by commas");
+      }
+    }
+  }
+  return axes;
+}
 
-int run_sweep(const cli::Command& command) {
-  runs::SweepPlan plan;
-  for (const auto& spec : command.grid) plan.axes.push_back(runs::parse_grid_axis(spec));
-  const auto points = runs::grid_points(plan.axes);
-  // Every point must resolve before any trains: a typo fails now, naming its point.
-  config::Config base;
+// Every point must resolve before any trains: a typo fails now, naming its point. The first
+// point's experiment (its name names the sweep's folder).
+config::Config resolve_points(const cli::Command& command,
+                              const std::vector<std::vector<std::string>>& points) {
+  config::Config first;
   for (size_t i = 0; i < points.size(); ++i) {
     cli::Command point = command;
     point.overrides.insert(point.overrides.end(), points[i].begin(), points[i].end());
     try {
       const config::Config resolved = resolve(point);
-      if (i == 0) base = resolved;
+      if (i == 0) first = resolved;
     } catch (const core::Error& e) {
       throw core::Error(e.code(), "sweep point " + std::to_string(i) + ": " + e.what(), e.hint());
     }
   }
+  return first;
+}
+
+}  // namespace
+
+int run_sweep(const cli::Command& command) {
+  runs::SweepPlan plan;
+  plan.axes = grid_axes(command);
+  const auto points = runs::grid_points(plan.axes);
+  const config::Config base = resolve_points(command, points);
   if (command.list_points) {
     for (size_t i = 0; i < points.size(); ++i) {
       std::cout << i;
@@ -68,7 +89,8 @@ int run_sweep(const cli::Command& command) {
         "`--list` prints them; a job array is --array=0-" + std::to_string(points.size() - 1));
   }
   plan.dir = sweep_folder(command, base);
-  if (command.config_file) plan.config = std::filesystem::absolute(*command.config_file);
+  // The same file named from another folder (a task's DPTRAIN_HOME, a link) is the same sweep.
+  if (command.config_file) plan.config = std::filesystem::weakly_canonical(*command.config_file);
   plan.sets = command.overrides;
   if (command.verbosity == cli::Verbosity::kQuiet) plan.flags = {"-q"};
   if (command.verbosity == cli::Verbosity::kVerbose) plan.flags = {"-v"};
@@ -88,12 +110,7 @@ int run_sweep(const cli::Command& command) {
     for (size_t i = 0; i < points.size(); ++i) indices.push_back(static_cast<int64_t>(i));
   }
   const int status = runs::run_points(plan, indices, command.index ? 1 : command.jobs);
-  std::string table;
-  try {  // a table that cannot be made must not hide the points' status (75: requeue)
-    table = runs::write_sweep_table(plan.dir, points.size());
-  } catch (const core::Error& e) {
-    spdlog::warn("the sweep's table: {} ({})", e.what(), e.hint());
-  }
+  const std::string table = runs::write_sweep_table(plan.dir, points.size());
   std::cout << table << "sweep folder: " << plan.dir.string()
             << " (table: " << (plan.dir / "compare.md").string() << ")" << std::endl;
   return status;

@@ -72,7 +72,9 @@ void plot_runs(const std::vector<RunView>& runs, const std::vector<std::string>&
     data.push_back(scratch.path() / (std::to_string(i) + ".dat"));
     core::write_file_atomic(data.back(), rows);
   }
-  const std::filesystem::path tmp = svg.string() + ".tmp." + std::to_string(::getpid());
+  // gnuplot opens its output as it is, through any link: it writes into the scratch folder, and
+  // dptrain puts the picture in place (atomically, never through a link).
+  const std::filesystem::path tmp = scratch.path() / "plot.svg";
   std::string script = "set terminal svg size 960,400 dynamic font 'sans,11'\n";
   script += "set output " + quoted(tmp.string()) + "\n";
   script += "set datafile missing 'null'\nset grid\nset xlabel 'epoch'\nset key noenhanced\n";
@@ -82,21 +84,21 @@ void plot_runs(const std::vector<RunView>& runs, const std::vector<std::string>&
   script += "unset multiplot\n";
   core::write_file_atomic(scratch.path() / "plot.gp", script);
   const auto log = scratch.path() / "gnuplot.log";
-  const int status = core::wait_for(core::start_program(
-      "gnuplot", {(scratch.path() / "plot.gp").string()}, {log, std::nullopt, false}));
+  core::ChildOptions options;
+  options.log = log;
+  const int status = core::wait_for(
+      core::start_program("gnuplot", {(scratch.path() / "plot.gp").string()}, options));
   if (status == 127) {
     throw core::Error(core::ErrorCode::kUsage, "--plot needs gnuplot, which is not installed",
                       "install it: apt-get install gnuplot-nox (or scripts/setup.sh gnuplot-nox)");
   }
   if (status != 0) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
     throw core::Error(
         core::ErrorCode::kRuntime,
         "gnuplot failed (status " + std::to_string(status) + "): " + core::read_text_file(log),
-        "check that " + svg.parent_path().string() + " is writable");
+        "gnuplot's own message says why");
   }
-  std::filesystem::rename(tmp, svg);
+  core::write_file_atomic(svg, core::read_regular_file(tmp));
 }
 
 }  // namespace dptrain::runs

@@ -1,19 +1,18 @@
 #include "runs/sweep.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 #include <cerrno>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "config/json_text.h"
 #include "core/child_process.h"
 #include "core/error.h"
+#include "core/file_lock.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
 #include "runs/compare.h"
@@ -28,11 +27,17 @@ namespace {
                     "quotes: --grid 'parallel.devices=[\"cpu\"],[\"cpu\",\"cpu\"]')");
 }
 
+// What makes two sweeps the same one. runtime.threads is left out: it changes how fast a point
+// trains, not what it learns, and sweep.sbatch sets it from each task's --cpus-per-task.
 nlohmann::json to_json(const SweepPlan& plan) {
   nlohmann::json grid = nlohmann::json::array();
   for (const auto& axis : plan.axes) grid.push_back({{"key", axis.key}, {"values", axis.values}});
+  nlohmann::json sets = nlohmann::json::array();
+  for (const auto& set : plan.sets) {
+    if (set.rfind("runtime.threads=", 0) != 0) sets.push_back(set);
+  }
   return {{"config", plan.config ? nlohmann::json(plan.config->string()) : nlohmann::json()},
-          {"sets", plan.sets},
+          {"sets", sets},
           {"grid", grid},
           {"points", grid_points(plan.axes)}};
 }
@@ -52,31 +57,62 @@ std::vector<std::string> train_args(const SweepPlan& plan, const std::vector<std
   return args;
 }
 
-// Closes the lock file, and with it the lock, on every way out.
-class FolderLock {
+// The points running, by pid. Leaving run_points by an exception (a log that cannot be opened,
+// no processes left) stops those still running as a preemption would (each writes a checkpoint
+// and exits 75) and waits for them: no point trains on unwatched, none is left a zombie.
+class RunningPoints {
  public:
-  explicit FolderLock(const std::filesystem::path& file)
-      : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)) {
-    int locked = -1;
-    if (fd_ >= 0) {
-      do {  // a preemption notice interrupts the wait; the lock is still wanted
-        locked = ::flock(fd_, LOCK_EX);
-      } while (locked != 0 && errno == EINTR);
-    }
-    if (locked != 0) {
-      const std::string why = std::strerror(errno);
-      if (fd_ >= 0) ::close(fd_);
-      throw core::Error(core::ErrorCode::kIo, file.string() + ": cannot lock: " + why,
-                        "check that the sweep folder is writable");
-    }
+  RunningPoints() = default;
+  RunningPoints(const RunningPoints&) = delete;
+  RunningPoints& operator=(const RunningPoints&) = delete;
+  ~RunningPoints() {
+    signal_all(SIGTERM);
+    for (const auto& [pid, index] : points_) core::wait_for(pid);
   }
-  ~FolderLock() { ::close(fd_); }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
+  void add(pid_t pid, int64_t index) { points_[pid] = index; }
+  std::optional<int64_t> take(pid_t pid) {
+    const auto it = points_.find(pid);
+    if (it == points_.end()) return std::nullopt;
+    const int64_t index = it->second;
+    points_.erase(it);
+    return index;
+  }
+  void signal_all(int signal) const {
+    for (const auto& [pid, index] : points_) ::kill(pid, signal);
+  }
+  void forget_all() { points_.clear(); }
+  bool empty() const { return points_.empty(); }
+  size_t size() const { return points_.size(); }
 
  private:
-  int fd_;
+  std::map<pid_t, int64_t> points_;
 };
+
+void start_point(const SweepPlan& plan, const std::vector<std::vector<std::string>>& points,
+                 int64_t index, int jobs, RunningPoints& running) {
+  const auto& point = points[index];
+  core::ChildOptions options;
+  options.hold_signals = true;
+  options.own_group = true;
+  if (jobs > 1) options.log = plan.dir / "logs" / (std::to_string(index) + ".log");
+  running.add(core::start_program("/proc/self/exe", train_args(plan, point, index), options),
+              index);
+  std::string sets;
+  for (const auto& set : point) sets += (sets.empty() ? "" : " ") + set;
+  spdlog::info("sweep: point {} of {} started ({}){}", index, points.size(), sets,
+               options.log ? ", log " + options.log->string() : std::string());
+}
+
+// A re-run of the sweep (or a task that SLURM starts again) leaves a finished point alone, even
+// one without a checkpoint to resume from.
+bool finished_already(const std::filesystem::path& dir) {
+  if (!is_run_folder(dir)) return false;
+  try {
+    return read_run(dir).state == "finished";
+  } catch (const std::exception&) {
+    return false;  // unreadable: trained again, which rewrites its files
+  }
+}
 
 }  // namespace
 
@@ -123,14 +159,14 @@ void prepare_sweep_folder(const SweepPlan& plan) {
   core::ensure_own_folder(plan.dir, "the sweep folder");
   const auto file = plan.dir / "sweep.json";
   const nlohmann::json wanted = to_json(plan);
-  FolderLock lock(plan.dir / ".lock");
+  const core::FileLock lock(plan.dir / ".lock", core::FileLock::Mode::kWait);
   if (!std::filesystem::exists(file)) {
     core::write_file_atomic(file, wanted.dump(2) + "\n");
     return;
   }
   nlohmann::json there;
   try {
-    there = config::parse_json(core::read_text_file(file));
+    there = config::parse_json(core::read_regular_file(file));
   } catch (const nlohmann::json::exception& e) {
     throw core::Error(core::ErrorCode::kIo, file.string() + ": " + config::plain_json_error(e),
                       "choose another --output for the sweep");
@@ -147,28 +183,29 @@ void prepare_sweep_folder(const SweepPlan& plan) {
 int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int jobs) {
   const auto points = grid_points(plan.axes);
   if (jobs > 1) core::ensure_own_folder(plan.dir / "logs", "the sweep's log folder");
-  std::map<pid_t, int64_t> running;
+  RunningPoints running;
   int first_failure = 0;
-  bool forwarded = false;
+  bool interrupt_passed = false, notice_passed = false;
   size_t next = 0;
   while (next < indices.size() || !running.empty()) {
     const bool stopping = core::preemption_requested() || core::interrupt_requested();
     while (!stopping && next < indices.size() && static_cast<int>(running.size()) < jobs) {
       const int64_t i = indices[next++];
-      core::ChildOptions options;
-      options.hold_signals = true;
-      if (jobs > 1) options.log = plan.dir / "logs" / (std::to_string(i) + ".log");
-      const pid_t pid =
-          core::start_program("/proc/self/exe", train_args(plan, points[i], i), options);
-      running[pid] = i;
-      std::string sets;
-      for (const auto& set : points[i]) sets += (sets.empty() ? "" : " ") + set;
-      spdlog::info("sweep: point {} of {} started ({}){}", i, points.size(), sets,
-                   options.log ? ", log " + options.log->string() : std::string());
+      if (finished_already(plan.dir / std::to_string(i))) {
+        spdlog::info("sweep: point {} finished already", i);
+        continue;
+      }
+      start_point(plan, points, i, jobs, running);
     }
-    if (stopping && !forwarded && core::preemption_requested()) {
-      for (const auto& [pid, i] : running) ::kill(pid, SIGUSR1);
-      forwarded = true;
+    // Passed on once each: the points run in process groups of their own (a terminal's Ctrl-C
+    // reaches the sweep alone), and a point's second SIGINT would kill it outright.
+    if (!interrupt_passed && core::interrupt_requested()) {
+      running.signal_all(SIGINT);
+      interrupt_passed = true;
+    }
+    if (!notice_passed && core::preemption_requested()) {
+      running.signal_all(SIGUSR1);
+      notice_passed = true;
     }
     if (running.empty()) break;
     // Polled, so that a notice is passed on while the points run.
@@ -178,13 +215,16 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
       ::usleep(100 * 1000);
       continue;
     }
-    if (pid < 0) break;
-    const auto it = running.find(pid);
-    if (it == running.end()) continue;
+    if (pid < 0) {  // no child left to wait for: none of ours can still run
+      running.forget_all();
+      break;
+    }
+    const auto index = running.take(pid);
+    if (!index) continue;
     const int status = core::exit_status_of(raw);
-    spdlog::info("sweep: point {} ended with status {}", it->second, status);
+    spdlog::info("sweep: point {} ended with status {}", *index, status);
     if (status != 0 && first_failure == 0) first_failure = status;
-    running.erase(it);
+    if (indices.size() > 1) write_sweep_table(plan.dir, points.size());  // as points end
   }
   if (first_failure == 0 && next < indices.size()) {
     first_failure = core::preemption_requested() ? 75 : 130;
@@ -192,8 +232,10 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
   return first_failure;
 }
 
-std::string write_sweep_table(const std::filesystem::path& dir, size_t points) {
-  FolderLock lock(dir / ".lock");
+namespace {
+
+std::string write_table(const std::filesystem::path& dir, size_t points) {
+  const core::FileLock lock(dir / ".lock", core::FileLock::Mode::kWait);
   std::vector<RunView> runs;
   for (size_t i = 0; i < points; ++i) {
     if (is_run_folder(dir / std::to_string(i))) runs.push_back(read_run(dir / std::to_string(i)));
@@ -207,6 +249,19 @@ std::string write_sweep_table(const std::filesystem::path& dir, size_t points) {
   }
   core::write_file_atomic(dir / "compare.md", markdown);
   return format_table(table, TableFormat::kText);
+}
+
+}  // namespace
+
+std::string write_sweep_table(const std::filesystem::path& dir, size_t points) {
+  try {
+    return write_table(dir, points);
+  } catch (const core::Error& e) {
+    spdlog::warn("the sweep's table: {} ({})", e.what(), e.hint());
+  } catch (const std::exception& e) {  // the file system's own errors
+    spdlog::warn("the sweep's table: {}", e.what());
+  }
+  return "";
 }
 
 }  // namespace dptrain::runs

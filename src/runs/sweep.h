@@ -40,12 +40,15 @@ void prepare_sweep_folder(const SweepPlan& plan);
 
 // Trains the points `indices`, `jobs` at a time (one: in this terminal; more: each into
 // <sweep>/logs/<index>.log), each with --resume auto so that a re-run or requeued task goes on
-// where its point stopped. A preemption notice or Ctrl-C is passed to the points running and no
-// new one starts. Returns the first nonzero exit status of a point (0 when all succeed).
+// where its point stopped; a point whose folder says it finished is left alone. With several
+// points, compare.md is rewritten as each ends. A preemption notice or Ctrl-C is passed to the
+// points running and no new one starts. Returns the first nonzero exit status of a point (0
+// when all succeed).
 int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int jobs);
 
 // Rewrites <sweep>/compare.md (under a lock, so that tasks ending together leave the newest
-// table) and returns it as text for the console.
+// table) and returns it as text for the console. A table that cannot be made is a warning and
+// "", never an exception: it must not hide the points' own status (75 asks for a requeue).
 std::string write_sweep_table(const std::filesystem::path& dir, size_t points);
 
 }  // namespace dptrain::runs

@@ -69,6 +69,15 @@ TEST_CASE("a sweep trains every point into its folder and ends with the comparis
   CHECK(table.find("| data.batch_size | optimizer.lr |") != std::string::npos);
   CHECK(table.find("not started") == std::string::npos);
 
+  // The same sweep again leaves its finished points alone.
+  const auto model_before = dptrain::core::read_text_file(out / "2" / "model.pt");
+  const auto again = run_dptrain(shell_words(sweep(dir, out)));
+  INFO(again.err);
+  REQUIRE(again.status == 0);
+  CHECK(count_lines_with(again.err, "finished already") == 4);
+  CHECK(again.err.find("started") == std::string::npos);
+  CHECK(dptrain::core::read_text_file(out / "2" / "model.pt") == model_before);
+
   const auto compared = run_dptrain(shell_words({"compare", out.string(), "--format", "json"}));
   REQUIRE(compared.status == 0);
   const auto rows = nlohmann::json::parse(compared.out);
@@ -125,6 +134,35 @@ TEST_CASE("a job array's task runs its point alone; a preempted one goes on when
   const auto past = run_dptrain(shell_words(sweep(dir, out, {"--index", "4"})));
   CHECK(past.status == 2);
   CHECK_THAT(past.err, ContainsSubstring("the grid has 4 points (0 to 3)"));
+}
+
+TEST_CASE("Ctrl-C sent to the sweep alone reaches its point once and starts no other",
+          "[cli][sweep]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 3000, 30);
+  const auto out = dir / "sweep";
+  BackgroundRun run(sweep(dir, out, {"--set", "log.every_steps=1"}));
+  REQUIRE(run.wait_for_stderr("(step 5)", 120));
+  run.signal(SIGINT);  // the sweep's pid only: the point has a process group of its own
+  const auto stopped = run.finish(120);
+  INFO(stopped.err);
+  CHECK(stopped.status == 130);
+  CHECK_THAT(stopped.err, ContainsSubstring("interrupted by Ctrl-C"));
+  CHECK_THAT(stopped.err, ContainsSubstring("sweep: point 0 ended with status 130"));
+  CHECK_FALSE(std::filesystem::exists(out / "1"));
+  const auto state = nlohmann::json::parse(dptrain::core::read_text_file(out / "0" / "state.json"));
+  CHECK(state["state"] == "interrupted");
+}
+
+TEST_CASE("a key given two --grid options is refused", "[cli][sweep]") {
+  TempDir dir;
+  const auto twice =
+      run_dptrain(shell_words({"sweep", "--grid", "optimizer.lr=0.1,0.2", "--grid",
+                               "optimizer.lr=0.3", "--output", (dir / "s").string()}));
+  CHECK(twice.status == 2);
+  CHECK_THAT(twice.err,
+             ContainsSubstring("--grid optimizer.lr=0.3: optimizer.lr has a --grid already"));
+  CHECK_FALSE(std::filesystem::exists(dir / "s"));
 }
 
 TEST_CASE("a sweep point that is no experiment is named before anything trains", "[cli][sweep]") {
