@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <map>
 
+#include "config/json_text.h"
+#include "core/error.h"
+
 namespace dptrain::runs {
 namespace {
 
@@ -79,7 +82,7 @@ std::string shown(const nlohmann::json& v, const char* format) {
 }
 
 std::string csv_cell(const std::string& cell) {
-  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
+  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
   std::string quoted = "\"";
   for (char c : cell) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
@@ -87,7 +90,9 @@ std::string csv_cell(const std::string& cell) {
 
 std::string markdown_cell(const std::string& cell) {
   std::string out;
-  for (char c : cell) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  for (const char c : cell) {  // a line break would end the table's row
+    out += c == '|' ? std::string("\\|") : c == '\n' || c == '\r' ? " " : std::string(1, c);
+  }
   return out;
 }
 
@@ -137,6 +142,48 @@ std::vector<std::string> run_names(const std::vector<RunView>& runs) {
   return names;
 }
 
+namespace {
+
+// One run's row and JSON record.
+void add_run(Table& table, const RunView& run, const std::string& name,
+             const std::vector<std::string>& keys) {
+  const nlohmann::json& s = run.summary ? *run.summary : nlohmann::json::object();
+  const nlohmann::json parallel = run.config.value("parallel", nlohmann::json::object());
+  nlohmann::json record = {
+      {"run", name},
+      {"path", run.dir.string()},
+      {"state", run.state},
+      {"backend", s.value("backend", parallel.value("backend", "-"))},
+      {"devices", s.contains("devices") ? joined(s["devices"])
+                                        : joined(parallel.value("devices", nlohmann::json()))},
+      {"precision", s.value("precision", run.config.value("precision", "-"))}};
+  std::vector<std::string> row = {name, run.state, record["backend"].get<std::string>(),
+                                  record["devices"].get<std::string>(),
+                                  record["precision"].get<std::string>()};
+  record["differs"] = nlohmann::json::object();
+  for (const auto& key : keys) {
+    record["differs"][key] = value_at(run.config, key);
+    row.push_back(value_at(run.config, key));
+  }
+  const Figures f = figures_of(run);
+  const auto planned = run.config.value("train", nlohmann::json::object()).value("epochs", 0);
+  record["epochs_done"] = run.epochs.size();
+  record["epochs"] = planned;
+  record["test_acc"] = f.test_acc;
+  record["best_epoch"] = f.best_epoch;
+  record["sec_per_epoch"] = f.sec_per_epoch;
+  record["samples_per_sec"] = f.samples_per_sec;
+  row.push_back(std::to_string(run.epochs.size()) + "/" + std::to_string(planned));
+  row.push_back(shown(f.test_acc, "{:.4f}"));
+  row.push_back(shown(f.best_epoch, "{}"));
+  row.push_back(shown(f.sec_per_epoch, "{:.2f}"));
+  row.push_back(shown(f.samples_per_sec, "{:.0f}"));
+  table.rows.push_back(std::move(row));
+  table.records.push_back(std::move(record));
+}
+
+}  // namespace
+
 Table compare_runs(const std::vector<RunView>& runs) {
   const std::vector<std::string> keys = differing_keys(runs);
   const std::vector<std::string> names = run_names(runs);
@@ -148,40 +195,14 @@ Table compare_runs(const std::vector<RunView>& runs) {
   }
   table.records = nlohmann::json::array();
   for (size_t i = 0; i < runs.size(); ++i) {
-    const RunView& run = runs[i];
-    const nlohmann::json& s = run.summary ? *run.summary : nlohmann::json::object();
-    const nlohmann::json parallel = run.config.value("parallel", nlohmann::json::object());
-    nlohmann::json record = {
-        {"run", names[i]},
-        {"path", run.dir.string()},
-        {"state", run.state},
-        {"backend", s.value("backend", parallel.value("backend", "-"))},
-        {"devices", s.contains("devices") ? joined(s["devices"])
-                                          : joined(parallel.value("devices", nlohmann::json()))},
-        {"precision", s.value("precision", run.config.value("precision", "-"))}};
-    std::vector<std::string> row = {names[i], run.state, record["backend"].get<std::string>(),
-                                    record["devices"].get<std::string>(),
-                                    record["precision"].get<std::string>()};
-    record["differs"] = nlohmann::json::object();
-    for (const auto& key : keys) {
-      record["differs"][key] = value_at(run.config, key);
-      row.push_back(value_at(run.config, key));
+    try {
+      add_run(table, runs[i], names[i], keys);
+    } catch (const nlohmann::json::exception& e) {  // valid JSON of another shape
+      throw core::Error(
+          core::ErrorCode::kIo,
+          runs[i].dir.string() + ": not a run folder dptrain wrote: " + config::plain_json_error(e),
+          "leave it out of the list");
     }
-    const Figures f = figures_of(run);
-    const auto planned = run.config.value("train", nlohmann::json::object()).value("epochs", 0);
-    record["epochs_done"] = run.epochs.size();
-    record["epochs"] = planned;
-    record["test_acc"] = f.test_acc;
-    record["best_epoch"] = f.best_epoch;
-    record["sec_per_epoch"] = f.sec_per_epoch;
-    record["samples_per_sec"] = f.samples_per_sec;
-    row.push_back(std::to_string(run.epochs.size()) + "/" + std::to_string(planned));
-    row.push_back(shown(f.test_acc, "{:.4f}"));
-    row.push_back(shown(f.best_epoch, "{}"));
-    row.push_back(shown(f.sec_per_epoch, "{:.2f}"));
-    row.push_back(shown(f.samples_per_sec, "{:.0f}"));
-    table.rows.push_back(std::move(row));
-    table.records.push_back(std::move(record));
   }
   return table;
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <sstream>
 
@@ -19,7 +20,7 @@ constexpr int kMaxDepth = 4;  // runs/<name>/<sweep>/<point>
 
 nlohmann::json read_json(const std::filesystem::path& file) {
   try {
-    return config::parse_json(core::read_text_file(file));
+    return config::parse_json(core::read_regular_file(file));
   } catch (const nlohmann::json::exception& e) {
     throw core::Error(core::ErrorCode::kIo, file.string() + ": " + config::plain_json_error(e),
                       "is this a run folder dptrain wrote? leave it out of the list");
@@ -28,7 +29,7 @@ nlohmann::json read_json(const std::filesystem::path& file) {
 
 std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& file) {
   std::vector<nlohmann::json> lines;
-  std::istringstream text(core::read_text_file(file));
+  std::istringstream text(core::read_regular_file(file));
   std::string line;
   for (int number = 1; std::getline(text, line); ++number) {
     if (line.empty()) continue;
@@ -58,14 +59,17 @@ std::string state_of(const std::filesystem::path& dir, bool has_summary) {
   return state;
 }
 
-// Folder names in order, numbers by value (a sweep's 2 before its 10).
+// Folder names in order: numbers first, by value (a sweep's 2 before its 10), then the others
+// by name.
 bool name_order(const std::filesystem::path& a, const std::filesystem::path& b) {
   const std::string x = a.filename().string();
   const std::string y = b.filename().string();
-  const auto digits = [](const std::string& s) {
-    return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit);
+  const auto number = [](const std::string& s) {
+    return !s.empty() && s.size() < 10 &&
+           std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   };
-  if (digits(x) && digits(y)) return std::stol(x) < std::stol(y);
+  if (number(x) && number(y)) return std::stol(x) < std::stol(y);
+  if (number(x) != number(y)) return number(x);
   return x < y;
 }
 
@@ -147,9 +151,15 @@ std::vector<std::filesystem::path> find_runs(const std::vector<std::string>& arg
                         "sweep's, runs/), or a quoted glob such as 'runs/d2l-lenet/*'");
     }
   }
-  std::vector<std::filesystem::path> unique;
+  // A run named twice (runs/a, ./runs/a/, through a link) is one row.
+  std::vector<std::filesystem::path> unique, seen;
   for (const auto& dir : found) {
-    if (std::find(unique.begin(), unique.end(), dir) == unique.end()) unique.push_back(dir);
+    std::error_code ec;
+    std::filesystem::path same = std::filesystem::weakly_canonical(dir, ec);
+    if (ec) same = dir.lexically_normal();
+    if (std::find(seen.begin(), seen.end(), same) != seen.end()) continue;
+    seen.push_back(same);
+    unique.push_back(dir);
   }
   return unique;
 }

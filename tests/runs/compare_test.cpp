@@ -1,5 +1,6 @@
 // compare's table from run folders made by hand, so that every cell is known: what differs, the
 // figures of finished epochs, and the states of runs that did not finish. And the sweep's grid.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +104,14 @@ TEST_CASE("compare shows what differs and what each run measured, unfinished run
         std::string::npos);
   const std::string markdown = runs::format_table(table, runs::TableFormat::kMarkdown);
   CHECK(markdown.find("| b | preempted | single | cpu | fp32 | 0.2 | 1/2 |") != std::string::npos);
+
+  // A line break inside a cell neither ends a markdown row nor a csv record.
+  runs::Table broken;
+  broken.columns = {"run", "note"};
+  broken.rows = {{"a", "one\ntwo|three"}};
+  CHECK(runs::format_table(broken, runs::TableFormat::kMarkdown).find("| a | one two\\|three |") !=
+        std::string::npos);
+  CHECK(runs::format_table(broken, runs::TableFormat::kCsv) == "run,note\na,\"one\ntwo|three\"\n");
 }
 
 TEST_CASE("compare names an argument that holds no run, and reads quoted globs", "[runs]") {
@@ -116,9 +125,30 @@ TEST_CASE("compare names an argument that holds no run, and reads quoted globs",
   write_run(dir / "s" / "2", config_with_lr(0.1), {}, "running");
   CHECK(runs::find_runs({(dir / "r*").string()}) ==
         std::vector<std::filesystem::path>{dir / "r1", dir / "r2"});
-  // A sweep's points by number: 2 before 10.
+  // A sweep's points by number: 2 before 10, numbers before other names.
+  write_run(dir / "s" / "1a", config_with_lr(0.1), {}, "running");
   CHECK(runs::find_runs({(dir / "s").string()}) ==
-        std::vector<std::filesystem::path>{dir / "s" / "2", dir / "s" / "10"});
+        std::vector<std::filesystem::path>{dir / "s" / "2", dir / "s" / "10", dir / "s" / "1a"});
+  // A run named twice is one row.
+  CHECK(runs::find_runs(
+            {(dir / "r1").string(), (dir / "r1").string() + "/", (dir / "." / "r1").string()}) ==
+        std::vector<std::filesystem::path>{dir / "r1"});
+}
+
+TEST_CASE("compare refuses, naming the folder, run files of another kind or shape", "[runs]") {
+  TempDir dir;
+  // A pipe where summary.json belongs is refused at once rather than waited on.
+  write_run(dir / "fifo", config_with_lr(0.1), {}, "running");
+  REQUIRE(::mkfifo((dir / "fifo" / "summary.json").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(
+      runs::read_run(dir / "fifo"),
+      Catch::Matchers::Contains((dir / "fifo" / "summary.json").string() + ": is no regular file"));
+  // Valid JSON of the wrong shape: a run's folder named, not a JSON library's message alone.
+  write_run(dir / "shape", nlohmann::json{{"parallel", 3}}, {}, "running");
+  const auto view = runs::read_run(dir / "shape");
+  CHECK_THROWS_WITH(
+      runs::compare_runs({view}),
+      Catch::Matchers::Contains((dir / "shape").string() + ": not a run folder dptrain wrote"));
 }
 
 TEST_CASE("a grid in Hydra's spelling: values with commas in brackets, first axis slowest",
