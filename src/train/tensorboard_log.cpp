@@ -22,22 +22,27 @@ std::string frame(const std::string& event) {
   return serialize::tfrecord_frame(event);
 }
 
-// The records of an earlier part of the run up to its checkpoint's step, framed again: a new
+// Cuts the run's file back to the records of its earlier part up to the checkpoint's step: a new
 // part trains the later steps again. A torn last record (the part was killed mid-write) goes
-// too; so does anything that is not a well-formed event.
-std::string records_up_to(const std::filesystem::path& file, int64_t global_step) {
-  const std::string bytes = core::read_regular_file(file);
-  const serialize::TfRecordScan scan = serialize::scan_tfrecords(bytes);
-  if (!scan.complete) {
-    spdlog::warn("{}: dropped {} bytes after the last whole record (a killed run's last write)",
-                 file.string(), bytes.size() - scan.valid_bytes);
-  }
+// too; so does anything that is not a well-formed event. A file with nothing to cut is left as
+// it is (a TensorBoard reading it need not reload).
+void cut_to_step(const std::filesystem::path& file, int64_t global_step) {
   std::string kept;
-  for (const auto record : scan.records) {
-    const auto header = serialize::decode_event_header(record);
-    if (header && header->step <= global_step) kept += serialize::tfrecord_frame(record);
+  {
+    const core::MappedFile mapped(file);  // read in place, not copied
+    const std::string_view bytes = mapped.bytes();
+    const serialize::TfRecordScan scan = serialize::scan_tfrecords(bytes);
+    if (!scan.complete) {
+      spdlog::warn("{}: dropped {} bytes after the last whole record (a killed run's last write)",
+                   file.string(), bytes.size() - scan.valid_bytes);
+    }
+    for (const auto record : scan.records) {
+      const auto header = serialize::decode_event_header(record);
+      if (header && header->step <= global_step) kept += serialize::tfrecord_frame(record);
+    }
+    if (kept == bytes) return;
   }
-  return kept;
+  core::write_file_atomic(file, kept);
 }
 
 std::string markdown_code_block(const std::string& text) {
@@ -76,18 +81,17 @@ TensorBoardLog::TensorBoardLog(const std::filesystem::path& dir, const LogStart&
     // The run's own file, from its earlier part (or from a start that never reached a
     // checkpoint, whose steps this part takes again).
     const std::filesystem::path& file = existing.back();
-    core::write_file_atomic(file, records_up_to(file, start.global_step));
+    cut_to_step(file, start.global_step);
     file_.emplace(file, core::AppendFile::Open::kExisting);
     return;
   }
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  const std::string name = "events.out.tfevents." + std::to_string(seconds) + "." +
-                           core::host_name() + "." + std::to_string(::getpid());
+  const double started = now();
+  const std::string name = "events.out.tfevents." + std::to_string(static_cast<int64_t>(started)) +
+                           "." + core::host_name() + "." + std::to_string(::getpid());
   file_.emplace(dir / name, core::AppendFile::Open::kCreateNew);
-  file_->append(frame(serialize::file_version_event(now())));
-  file_->append(frame(serialize::text_event(now(), 0, "config", markdown_code_block(config_json))));
+  file_->append(frame(serialize::file_version_event(started)));
+  file_->append(
+      frame(serialize::text_event(started, 0, "config", markdown_code_block(config_json))));
   // A run resumed into a folder of its own from another's checkpoint: the epochs it carries.
   for (const auto& m : start.epochs) write_epoch(m);
 }

@@ -293,13 +293,20 @@ class RunLoop {
   }
 
   // A run that ends in an error says so in state.json (a preempted one already has).
-  // Never throws: the error that ended the run (a full disk, often) is the one to report.
   void mark_stopped(bool interrupted) noexcept {
     if (!writer_ || !files_written_) return;
+    record_state(interrupted ? RunState::kInterrupted : RunState::kFailed);
+  }
+
+  // state.json is a report: failing to write it is a warning, never the end of the run. The error
+  // that ended a run (a full disk, often) is the one to report, and a preempted run's other ranks
+  // wait for rank 0 at a barrier.
+  void record_state(RunState state) noexcept {
     try {
-      write_run_state(output_dir_, interrupted ? RunState::kInterrupted : RunState::kFailed);
+      write_run_state(output_dir_, state);
     } catch (const std::exception& e) {
-      spdlog::warn("could not record the run's end in state.json: {}", e.what());
+      spdlog::warn("could not record the run's state ({}) in state.json: {}", name_of(state),
+                   e.what());
     }
   }
 
@@ -403,7 +410,7 @@ class RunLoop {
                           progress(epoch, m.batches, outcome.sums), *s_.backend, *s_.optimizer);
     // No rank exits before rank 0 has written it: a launcher may stop the rest when one exits
     // (srun --kill-on-bad-exit).
-    if (writer_) write_run_state(output_dir_, RunState::kPreempted);
+    if (writer_) record_state(RunState::kPreempted);
     std::vector<double> barrier = {0};
     s_.backend->all_reduce_sum(barrier);
     throw preempted(m, s_.train_loader->batches_per_epoch(), path, writer_, begun_);

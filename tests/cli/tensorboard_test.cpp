@@ -2,6 +2,8 @@
 // read_tensorboard.py: Google's protobuf parser and python3-crc32c): every record's CRCs, the
 // epoch figures against metrics.jsonl, the step figures at every log.every_steps, the config as
 // text; a resumed run that never repeats a step; metrics.csv; log.tensorboard false.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -93,6 +95,12 @@ void check_epochs_match_metrics(const nlohmann::json& events, const std::filesys
   }
 }
 
+ino_t inode_of(const std::filesystem::path& file) {
+  struct stat st {};
+  REQUIRE(::stat(file.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
 const std::vector<int64_t> kEveryThirdStep = {3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39};
 
 }  // namespace
@@ -168,6 +176,31 @@ TEST_CASE("a run resumed from a checkpoint cuts its event file there and never r
   const auto& losses = events.at("scalars").at("step/train_loss");
   CHECK(losses[7][2].get<double>() < resumed_at);
   CHECK(losses[8][2].get<double>() >= resumed_at);
+}
+
+TEST_CASE("a run resumed at its file's last step appends to the same file", "[cli][tb][resume]") {
+  if (!python_reader_present()) {
+    DPTRAIN_SKIP("needs Debian's python3-protobuf and python3-crc32c (scripts/setup.sh)");
+  }
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  const auto run = dir / "run";
+  auto first = job(dir, run);
+  first.insert(first.end(), {"--set", "train.epochs=1"});
+  REQUIRE(run_dptrain(shell_words(first)).status == 0);
+  const auto file = the_event_file(run);
+  const ino_t inode = inode_of(file);
+  // One more epoch from the checkpoint at step 20, the file's last step: nothing to cut.
+  auto more = job(dir, run);
+  more.insert(more.end(), {"--resume", "auto"});
+  const auto resumed = run_dptrain(shell_words(more));
+  INFO(resumed.err);
+  REQUIRE(resumed.status == 0);
+  CHECK(the_event_file(run) == file);
+  CHECK(inode_of(file) == inode);  // a running TensorBoard goes on reading it
+  const auto events = read_events(run);
+  CHECK(steps_of(events.at("scalars").at("step/train_loss")) == kEveryThirdStep);
+  CHECK(steps_of(events.at("scalars").at("epoch/test_acc")) == std::vector<int64_t>{20, 40});
 }
 
 TEST_CASE("log.tensorboard false writes no event file", "[cli][tb]") {
