@@ -69,6 +69,10 @@ config::Config resolve_points(const cli::Command& command,
 }  // namespace
 
 int run_sweep(const cli::Command& command) {
+  // First thing: a notice that comes while the points are resolved (sweep.sbatch passes on one
+  // that came before dptrain started) must end the sweep with 75, not kill it.
+  core::install_interrupt_handler();
+  core::install_preemption_handler();
   runs::SweepPlan plan;
   plan.axes = grid_axes(command);
   const auto points = runs::grid_points(plan.axes);
@@ -101,8 +105,6 @@ int run_sweep(const cli::Command& command) {
         std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / command.jobs);
   }
   runs::prepare_sweep_folder(plan);
-  core::install_interrupt_handler();
-  core::install_preemption_handler();
   std::vector<int64_t> indices;
   if (command.index) {
     indices.push_back(*command.index);

@@ -49,7 +49,7 @@ pid_t start_program(const std::string& program, const std::vector<std::string>& 
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGUSR1, SIG_DFL);
-    if (!options.hold_signals) ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    ::sigprocmask(SIG_SETMASK, options.hold_signals ? &held : &before, nullptr);
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);

@@ -4,6 +4,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -24,6 +26,13 @@ FileLock::FileLock(const std::filesystem::path& path, Mode mode) {
   }
   held_ = locked == 0;
   if (held_ || (fd_ >= 0 && errno == EWOULDBLOCK)) return;
+  if (fd_ >= 0 && (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS)) {
+    // A file system without locks (some network ones): going on unlocked beats refusing to run.
+    spdlog::warn("{}: not locked ({}): this file system has no locks", path.string(),
+                 std::strerror(errno));
+    held_ = true;
+    return;
+  }
   const std::string why = std::strerror(errno);
   if (fd_ >= 0) ::close(fd_);
   throw Error(ErrorCode::kIo, path.string() + ": cannot lock: " + why,

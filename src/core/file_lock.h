@@ -19,6 +19,8 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
+  // Whether this process may go on: the lock is its own, or the file system has no locks at all
+  // (some network ones; a warning says so).
   bool held() const { return held_; }
 
  private:

@@ -118,6 +118,7 @@ pid_t start_rank(std::vector<std::string> argv, std::vector<std::string> env, bo
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGUSR1, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &held, nullptr);  // exactly these, whatever the launcher blocked
     if (null_fd >= 0) ::dup2(null_fd, STDOUT_FILENO);
     ::execve("/proc/self/exe", args.data(), envp.data());
     ::_exit(127);

@@ -15,6 +15,7 @@
 #include "core/file_lock.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
+#include "core/sha256.h"
 #include "runs/compare.h"
 #include "runs/run_folder.h"
 
@@ -27,8 +28,10 @@ namespace {
                     "quotes: --grid 'parallel.devices=[\"cpu\"],[\"cpu\",\"cpu\"]')");
 }
 
-// What makes two sweeps the same one. runtime.threads is left out: it changes how fast a point
-// trains, not what it learns, and sweep.sbatch sets it from each task's --cpus-per-task.
+// What makes two sweeps the same one: the experiment file (by path and contents: an edited file
+// would leave finished points stale beside resumed ones), --set and the grid. runtime.threads is
+// left out: it changes how fast a point trains, not what it learns, and sweep.sbatch sets it
+// from each task's --cpus-per-task.
 nlohmann::json to_json(const SweepPlan& plan) {
   nlohmann::json grid = nlohmann::json::array();
   for (const auto& axis : plan.axes) grid.push_back({{"key", axis.key}, {"values", axis.values}});
@@ -36,10 +39,14 @@ nlohmann::json to_json(const SweepPlan& plan) {
   for (const auto& set : plan.sets) {
     if (set.rfind("runtime.threads=", 0) != 0) sets.push_back(set);
   }
-  return {{"config", plan.config ? nlohmann::json(plan.config->string()) : nlohmann::json()},
-          {"sets", sets},
-          {"grid", grid},
-          {"points", grid_points(plan.axes)}};
+  return {
+      {"config", plan.config ? nlohmann::json(plan.config->string()) : nlohmann::json()},
+      {"config_sha256",
+       plan.config ? nlohmann::json(core::hex(core::sha256(core::read_regular_file(*plan.config))))
+                   : nlohmann::json()},
+      {"sets", sets},
+      {"grid", grid},
+      {"points", grid_points(plan.axes)}};
 }
 
 std::vector<std::string> train_args(const SweepPlan& plan, const std::vector<std::string>& point,
@@ -67,6 +74,17 @@ class RunningPoints {
   RunningPoints& operator=(const RunningPoints&) = delete;
   ~RunningPoints() {
     signal_all(SIGTERM);
+    // A point stuck where it cannot act on the notice is killed after a grace, as the launcher
+    // does with its ranks.
+    constexpr int kGraceTenths = 300;
+    for (int t = 0; !points_.empty() && t < kGraceTenths; ++t) {
+      int raw = 0;
+      const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
+      if (pid > 0) take(pid);
+      if (pid == 0 || (pid < 0 && errno == EINTR)) ::usleep(100 * 1000);
+      if (pid < 0 && errno == ECHILD) points_.clear();
+    }
+    signal_all(SIGKILL);
     for (const auto& [pid, index] : points_) core::wait_for(pid);
   }
   void add(pid_t pid, int64_t index) { points_[pid] = index; }

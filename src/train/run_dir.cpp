@@ -60,6 +60,19 @@ std::string new_run_id() {
   return core::hex(core::random_bytes(8));
 }
 
+// Two trainings in one folder would interleave their records and checkpoints (a sweep started
+// twice, a job array's task run by hand beside SLURM's): the second is refused while the first
+// runs. The kernel drops the lock with its process, so a killed run leaves none behind.
+void lock_run_folder(RunFolder& folder) {
+  folder.lock = std::make_shared<const core::FileLock>(folder.dir, core::FileLock::Mode::kTry);
+  if (!folder.lock->held()) {
+    throw core::Error(core::ErrorCode::kIo,
+                      folder.dir.string() + ": another dptrain is training into this folder now",
+                      "wait for it to end (its state.json names its process), or choose another "
+                      "--output");
+  }
+}
+
 }  // namespace
 
 void remove_earlier_run(const std::filesystem::path& dir, const config::Config& config) {
@@ -124,29 +137,23 @@ RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
   RunFolder folder;
   if (requested) {
     folder.dir = *requested;
+    core::ensure_own_folder(folder.dir, "the output folder");
     if (start == RunStart::kNew && holds_results(folder.dir)) {
       throw core::Error(core::ErrorCode::kIo,
                         folder.dir.string() + ": already holds a run's results",
                         "choose another --output, add --overwrite to replace them, or --resume "
                         "auto to go on with them");
     }
+    lock_run_folder(folder);
   } else {
+    // Runs started in the same second take the next free name, each its own.
     const std::filesystem::path base = std::filesystem::path("runs") / config.name / timestamp();
-    folder.dir = base;
-    for (int i = 1; std::filesystem::exists(folder.dir); ++i) {
-      folder.dir = base.string() + "-" + std::to_string(i);
+    for (int i = 0; !folder.lock || !folder.lock->held(); ++i) {
+      folder.dir = i == 0 ? base : std::filesystem::path(base.string() + "-" + std::to_string(i));
+      if (std::filesystem::exists(folder.dir)) continue;
+      core::ensure_own_folder(folder.dir, "the output folder");
+      folder.lock = std::make_shared<const core::FileLock>(folder.dir, core::FileLock::Mode::kTry);
     }
-  }
-  core::ensure_own_folder(folder.dir, "the output folder");
-  // Two trainings in one folder would interleave their records and checkpoints (a sweep started
-  // twice, a job array's task run by hand beside SLURM's): the second is refused while the first
-  // runs. The kernel drops the lock with its process, so a killed run leaves none behind.
-  folder.lock = std::make_shared<const core::FileLock>(folder.dir, core::FileLock::Mode::kTry);
-  if (!folder.lock->held()) {
-    throw core::Error(core::ErrorCode::kIo,
-                      folder.dir.string() + ": another dptrain is training into this folder now",
-                      "wait for it to end (its state.json names its process), or choose another "
-                      "--output");
   }
   folder.replaces_earlier = start == RunStart::kOverwrite;
   const std::optional<RunRecord> existing =

@@ -154,6 +154,20 @@ TEST_CASE("Ctrl-C sent to the sweep alone reaches its point once and starts no o
   CHECK(state["state"] == "interrupted");
 }
 
+TEST_CASE("a sweep folder refuses the same sweep over an edited experiment file", "[cli][sweep]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 120, 30);
+  const auto config = dir / "exp.json";
+  write_text(config, R"({"name": "exp", "train": {"epochs": 1}})");
+  auto args = sweep(dir, dir / "s", {"--index", "0"});
+  args.insert(args.begin() + 1, {"--config", config.string()});
+  REQUIRE(run_dptrain(shell_words(args)).status == 0);
+  write_text(config, R"({"name": "exp", "train": {"epochs": 2}})");
+  const auto edited = run_dptrain(shell_words(args));
+  CHECK(edited.status == 2);
+  CHECK_THAT(edited.err, ContainsSubstring("holds another sweep"));
+}
+
 TEST_CASE("a key given two --grid options is refused", "[cli][sweep]") {
   TempDir dir;
   const auto twice =
