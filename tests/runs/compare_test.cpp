@@ -118,7 +118,7 @@ TEST_CASE("compare names an argument that holds no run, and reads quoted globs",
   TempDir dir;
   std::filesystem::create_directories(dir / "empty");
   CHECK_THROWS_WITH(runs::find_runs({(dir / "empty").string()}),
-                    Catch::Matchers::Contains("holds no run folder"));
+                    ContainsSubstring("holds no run folder"));
   write_run(dir / "r1", config_with_lr(0.1), {}, "running");
   write_run(dir / "r2", config_with_lr(0.1), {}, "running");
   write_run(dir / "s" / "10", config_with_lr(0.1), {}, "running");
@@ -142,13 +142,13 @@ TEST_CASE("compare refuses, naming the folder, run files of another kind or shap
   REQUIRE(::mkfifo((dir / "fifo" / "summary.json").c_str(), 0600) == 0);
   CHECK_THROWS_WITH(
       runs::read_run(dir / "fifo"),
-      Catch::Matchers::Contains((dir / "fifo" / "summary.json").string() + ": is no regular file"));
+      ContainsSubstring((dir / "fifo" / "summary.json").string() + ": is no regular file"));
   // Valid JSON of the wrong shape: a run's folder named, not a JSON library's message alone.
   write_run(dir / "shape", nlohmann::json{{"parallel", 3}}, {}, "running");
   const auto view = runs::read_run(dir / "shape");
   CHECK_THROWS_WITH(
       runs::compare_runs({view}),
-      Catch::Matchers::Contains((dir / "shape").string() + ": not a run folder dptrain wrote"));
+      ContainsSubstring((dir / "shape").string() + ": not a run folder dptrain wrote"));
 }
 
 TEST_CASE("a grid in Hydra's spelling: values with commas in brackets, first axis slowest",
