@@ -238,16 +238,20 @@ void AppendFile::append(const std::string& bytes) {
   write_all(fd_, bytes, path_);
 }
 
-int remove_stale_temporaries(const std::filesystem::path& dir) {
+std::optional<pid_t> temporary_file_owner(const std::string& name) {
   static const std::regex kTemporary(R"(.+\.tmp\.(\d{1,9})(\.[0-9a-f]{16})?)");
+  std::smatch m;
+  if (!std::regex_match(name, m, kTemporary)) return std::nullopt;
+  return static_cast<pid_t>(std::stol(m[1]));
+}
+
+int remove_stale_temporaries(const std::filesystem::path& dir) {
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::smatch m;
-    if (!std::regex_match(name, m, kTemporary)) continue;
-    const auto pid = static_cast<pid_t>(std::stol(m[1]));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still writing
+    const auto pid = temporary_file_owner(entry.path().filename().string());
+    if (!pid) continue;
+    if (*pid == ::getpid() || ::kill(*pid, 0) == 0 || errno != ESRCH) continue;  // still writing
     std::error_code removal;
     if (std::filesystem::remove(entry.path(), removal)) ++removed;
   }

@@ -2,7 +2,10 @@
 // writing leaves the previous version in place.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -64,8 +67,12 @@ class AppendFile {
   int fd_;
 };
 
+// The writer's pid when `name` is a temporary file of write_file_atomic's
+// (`name.tmp.<pid>[.<random>]`), else nothing.
+std::optional<pid_t> temporary_file_owner(const std::string& name);
+
 // Removes the temporary files that write_file_atomic left in `dir` when its process was killed
-// mid-write (`name.tmp.<pid>[.<random>]` whose pid no longer runs); returns how many.
+// mid-write (those whose pid no longer runs); returns how many.
 int remove_stale_temporaries(const std::filesystem::path& dir);
 
 }  // namespace dptrain::core

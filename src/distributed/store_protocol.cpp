@@ -1,18 +1,17 @@
 #include "distributed/store_protocol.h"
 
 #include "core/random.h"
+#include "serialize/little_endian.h"
 
 namespace dptrain::distributed::store {
 namespace {
 
 void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  serialize::append_le(out, v, 4);
 }
 
 uint32_t get_u32(std::string_view in, size_t at) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
-  return v;
+  return static_cast<uint32_t>(serialize::read_le(in, at, 4));
 }
 
 }  // namespace
@@ -107,18 +106,15 @@ bool same_bytes(std::string_view a, std::string_view b) {
 }
 
 std::string integer_field(int64_t value) {
-  std::string out(8, '\0');
-  const auto u = static_cast<uint64_t>(value);
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((u >> (8 * i)) & 0xff);
+  std::string out;
+  serialize::append_le(out, static_cast<uint64_t>(value), 8);
   return out;
 }
 
 int64_t integer_of(const std::string& field) {
   if (field.size() != 8)
     throw ProtocolError("an integer field of " + std::to_string(field.size()) + " bytes");
-  uint64_t u = 0;
-  for (int i = 0; i < 8; ++i) u |= uint64_t{static_cast<uint8_t>(field[i])} << (8 * i);
-  return static_cast<int64_t>(u);
+  return static_cast<int64_t>(serialize::read_le(field, 0, 8));
 }
 
 }  // namespace dptrain::distributed::store

@@ -1,5 +1,5 @@
-// Little-endian integers in byte strings, as TFRecord frames and protobuf's fixed fields hold
-// them, whatever the host's byte order.
+// Little-endian integers in byte strings, whatever the host's byte order: TFRecord frames,
+// protobuf's fixed fields, zip headers, pickle's operands and the rendezvous store's frames.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "serialize/little_endian.h"
 #include "serialize/pickle.h"
 #include "serialize/pickle_ops.h"
 
@@ -85,12 +86,7 @@ class Cursor {
 
   uint8_t opcode() { return static_cast<uint8_t>(take(1)[0]); }
 
-  uint64_t little_endian(size_t width) {
-    const std::string_view raw = take(width);
-    uint64_t value = 0;
-    for (size_t i = 0; i < width; ++i) value |= uint64_t{static_cast<uint8_t>(raw[i])} << (8 * i);
-    return value;
-  }
+  uint64_t little_endian(size_t width) { return read_le(take(width), 0, static_cast<int>(width)); }
 
   std::string_view take(uint64_t count) {
     if (count > bytes_.size() - pos_) {
@@ -147,11 +143,7 @@ class Cursor {
 };
 
 uint64_t unsigned_of(const std::string& raw) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < raw.size() && i < 8; ++i) {
-    value |= uint64_t{static_cast<uint8_t>(raw[i])} << (8 * i);
-  }
-  return value;
+  return read_le(raw, 0, static_cast<int>(std::min<size_t>(raw.size(), 8)));
 }
 
 // LONG1's little-endian two's complement, up to 8 bytes.

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <map>
 
+#include "serialize/little_endian.h"
 #include "serialize/pickle.h"
 #include "serialize/pickle_ops.h"
 
@@ -66,9 +67,7 @@ class Writer {
  private:
   void op(uint8_t code) { out_.push_back(static_cast<char>(code)); }
 
-  void little_endian(uint64_t value, int width) {
-    for (int i = 0; i < width; ++i) out_.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-  }
+  void little_endian(uint64_t value, int width) { append_le(out_, value, width); }
 
   void global(const std::string& module, const std::string& name) {
     op(kGlobal);

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "serialize/little_endian.h"
+
 namespace dptrain::serialize {
 namespace {
 
@@ -33,11 +35,7 @@ class Fields {
     if (offset > bytes_.size() || bytes_.size() - offset < static_cast<uint64_t>(width)) {
       damaged("a field past the end of the file");
     }
-    uint64_t value = 0;
-    for (int i = 0; i < width; ++i) {
-      value |= uint64_t{static_cast<uint8_t>(bytes_[offset + i])} << (8 * i);
-    }
-    return value;
+    return read_le(bytes_, offset, width);
   }
 
   std::string_view span(uint64_t offset, uint64_t length, const char* what) const {

@@ -60,12 +60,11 @@ std::string markdown_code_block(const std::string& text) {
 
 std::vector<std::filesystem::path> event_files(const std::filesystem::path& dir) {
   static const std::regex kName(R"(events\.out\.tfevents\.[^/]+)");
-  static const std::regex kTemporary(R"(.*\.tmp\.\d+(\.[0-9a-f]{16})?)");
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, kName) && !std::regex_match(name, kTemporary) &&
+    if (std::regex_match(name, kName) && !core::temporary_file_owner(name) &&
         entry.is_regular_file(ec) && !entry.is_symlink(ec)) {
       files.push_back(entry.path());
     }
