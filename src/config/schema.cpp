@@ -260,8 +260,8 @@ std::vector<KeySpec> train_and_parallel_keys() {
            "dp: where outputs are gathered and the loss is taken (and where the loader puts "
            "batches); empty: the first device"),
       choice(KEY(parallel.dist_backend),
-             "ddp: `auto` is `nccl` for GPU ranks and `gloo` for CPU ranks (and for GPUs where "
-             "LibTorch has no NCCL)"),
+             "ddp: `auto` is `nccl` where each rank has a GPU of its own, else `gloo` (CPU "
+             "ranks, ranks that share a GPU, a LibTorch without NCCL)"),
       number(KEY(parallel.bucket_mb), {0, false, std::nullopt, "DDP's default is 25 (MB)"},
              "ddp: gradient bucket size in MiB, as DDP's `bucket_cap_mb`"),
       number(KEY(parallel.timeout_s), {0, false, std::nullopt, "the default is 600 (seconds)"},

@@ -7,30 +7,25 @@
 #include "parallel/ddp.h"
 #include "parallel/devices.h"
 #include "parallel/single.h"
+#include "parallel/transport_choice.h"
 
 namespace dptrain::parallel {
 namespace {
 
-distributed::Transport pick_transport(config::DistBackend choice, torch::Device device, int rank) {
-  if (choice == config::DistBackend::kGloo) return distributed::Transport::kGloo;
-  if (choice == config::DistBackend::kNccl) {
-    if (!device.is_cuda()) {
-      throw core::Error(core::ErrorCode::kConfig,
-                        "parallel.dist_backend: rank " + std::to_string(rank) + " trains on " +
-                            device.str() + ", and NCCL reduces only GPU tensors",
-                        "use \"gloo\" (or \"auto\") for CPU ranks");
-    }
-    return distributed::Transport::kNccl;
-  }
-  // auto: NCCL for GPUs, as torch does; Gloo where this build has no NCCL.
-  if (device.is_cuda() && distributed::nccl_available()) return distributed::Transport::kNccl;
-  return distributed::Transport::kGloo;
-}
-
 std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::nn::AnyModule model,
                                   const distributed::RankInfo& rank, bool sync_batchnorm) {
   const torch::Device device = device_for_local_rank(config.devices, rank.local_rank, rank.rank);
-  const distributed::Transport transport = pick_transport(config.dist_backend, device, rank.rank);
+  const TransportChoice choice = choose_transport(
+      config.dist_backend, device, rank.rank, why_not_nccl(config.devices, rank.local_world_size),
+      distributed::nccl_available());
+  const distributed::Transport transport = choice.transport;
+  if (!choice.reason.empty() && rank.rank == 0) {
+    // Gloo on GPUs works but is slower than NCCL: worth a warning, with the reason.
+    const bool slower = device.is_cuda() && transport == distributed::Transport::kGloo;
+    spdlog::log(slower ? spdlog::level::warn : spdlog::level::info,
+                "ddp: parallel.dist_backend auto picks {}: {}",
+                distributed::transport_name(transport), choice.reason);
+  }
   spdlog::info("ddp: {} on {}, joining over {} at {}", distributed::describe(rank), device.str(),
                distributed::transport_name(transport),
                rank.master_addr.empty()

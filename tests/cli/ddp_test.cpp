@@ -397,17 +397,26 @@ TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives sing
   // cuDNN picks its kernels by batch shape, so per-rank batches need not sum in the same order
   // as the whole batch does: a looser bound than on the CPU.
   constexpr double kTolerance = 1e-4;
-  std::vector<std::pair<std::string, std::string>> cases = {{"gloo", "[\"cuda:0\",\"cuda:0\"]"}};
-  if (dptrain::distributed::nccl_available()) cases.push_back({"nccl", "[\"cuda:0\"]"});
-  for (const auto& [transport, devices] : cases) {
+  struct Case {
+    std::string name, devices, log;
+  };
+  // Two ranks on one GPU: `auto` must take Gloo (NCCL refuses them) and say why.
+  std::vector<Case> cases = {{"auto", "[\"cuda:0\",\"cuda:0\"]",
+                              "auto picks gloo: local ranks 0 and 1 share cuda:0, and NCCL "
+                              "refuses two ranks on one GPU"}};
+  if (dptrain::distributed::nccl_available()) {
+    cases.push_back({"auto", "[\"cuda:0\"]", "auto picks nccl: each rank has a GPU of its own"});
+  }
+  for (const auto& [transport, devices, log] : cases) {
     INFO(transport << " over " << devices);
-    const auto out = dir / ("ddp-" + transport);
+    const auto out = dir / ("ddp-" + std::to_string(devices.size()));
     const auto result =
         run_dptrain("train " + data.args(2) +
                     " --set parallel.backend=ddp --set parallel.dist_backend=" + transport +
                     " --set parallel.devices='" + devices + "' --output " + out.string());
     INFO(result.err);
     REQUIRE(result.status == 0);
+    CHECK_THAT(result.err, ContainsSubstring(log));
     CHECK(max_relative_difference(load_parameters(out / "model.pt"),
                                   load_parameters(single / "model.pt")) <= kTolerance);
   }
