@@ -1,0 +1,49 @@
+#include "support/gpu_files.h"
+
+#include <caffe2/serialize/inline_container.h>
+
+#include "core/fs.h"
+#include "serialize/zip_reader.h"
+
+namespace dptrain::testing {
+namespace {
+
+// A pickled text as dptrain's writer puts it: BINUNICODE, 4 bytes of length, the text.
+std::string binunicode(const std::string& text) {
+  std::string out = "X";
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xff));
+  return out + text;
+}
+
+}  // namespace
+
+int relocate_storages(const std::filesystem::path& from, const std::filesystem::path& to,
+                      const std::string& location) {
+  const std::string whole = core::read_text_file(from);
+  const serialize::ZipReader reader(whole);
+  const std::string cpu = binunicode("cpu");
+  const std::string moved = binunicode(location);
+  int changed = 0;
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    out.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  for (const std::string& name : reader.names()) {
+    if (name == "version") continue;  // the writer adds its own
+    std::string bytes(reader.record(name));
+    if (name == "data.pkl") {
+      for (size_t at = bytes.find(cpu); at != std::string::npos; at = bytes.find(cpu, at)) {
+        bytes.replace(at, cpu.size(), moved);
+        at += moved.size();
+        ++changed;
+      }
+    }
+    writer.writeRecord(name, bytes.data(), bytes.size());
+  }
+  writer.writeEndOfFile();
+  core::write_file_atomic(to, out);
+  return changed;
+}
+
+}  // namespace dptrain::testing
