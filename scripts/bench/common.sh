@@ -6,7 +6,7 @@ bin=${BUILD_DIR:-$root/build}/dptrain
 # dptrain's own lookup (data/README.md), so that every program reads the same files.
 data_dir=$("$bin" info | sed -n 's/^data fashion-mnist: //p')
 [[ -d "$data_dir" ]] || { echo "bench: no Fashion-MNIST found (run scripts/setup.sh)" >&2; exit 1; }
-py=/usr/bin/python3  # Debian's, which has python3-torch; a pyenv python3 on PATH may not
+py=${PYTHON:-/usr/bin/python3}  # Debian's, which has python3-torch (a pyenv python3 may not); the GPU machine names its own
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

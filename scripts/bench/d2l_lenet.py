@@ -4,8 +4,9 @@
 The book's code with its d2l helpers inlined (the d2l package is not in Debian): the same LeNet
 written with functional ops, N(0, 0.01^2) weights, summed cross-entropy with SGD dividing by the
 batch size, torchvision's FashionMNIST with ToTensor, DataLoader(shuffle=True, num_workers=4),
-and the book's timer around each epoch's training loop. It is the baseline that
-scripts/bench_train.sh runs beside dptrain. Prints one JSON object on its last line.
+and the book's timer around each epoch's training loop (with its torch.cuda.synchronize() on a
+GPU). It is the baseline that scripts/bench_train.sh runs beside dptrain on the CPU, and
+scripts/bench_gpu.sh on a GPU (--device cuda:0). Prints one JSON object on its last line.
 """
 import argparse
 import gzip
@@ -70,16 +71,18 @@ def sgd(params, lr, batch_size):  # d2l.sgd
             param.grad.zero_()
 
 
-def train_batch(X, y, params, lr):  # §13.5's train_batch, one device: no split, no allreduce
+def train_batch(X, y, params, lr, device):  # §13.5's train_batch, one device: no allreduce
+    X, y = X.to(device), y.to(device)
     ls = loss(lenet(X, params), y).sum()
     ls.backward()
     sgd(params, lr, X.shape[0])
 
 
-def evaluate_accuracy(params, data_iter):  # d2l.evaluate_accuracy_gpu
+def evaluate_accuracy(params, data_iter, device):  # d2l.evaluate_accuracy_gpu
     correct, total = 0, 0
     with torch.no_grad():
         for X, y in data_iter:
+            X, y = X.to(device), y.to(device)
             correct += (lenet(X, params).argmax(axis=1) == y).sum().item()
             total += y.numel()
     return correct / total
@@ -93,23 +96,28 @@ def main():
     ap.add_argument("--workers", type=int, default=4, help="d2l.get_dataloader_workers()")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.2)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda:0 as d2l.try_gpu() gives")
     args = ap.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as root:
         stage_fashion_mnist(args.data, root)
         train_iter, test_iter = load_data_fashion_mnist(args.batch_size, root, args.workers)
-        params = [p.requires_grad_() for p in get_params()]
+        params = [p.to(device).requires_grad_() for p in get_params()]
         epoch_secs, accs = [], []
         for epoch in range(args.epochs):
             start = time.perf_counter()
             for X, y in train_iter:
-                train_batch(X, y, params, args.lr)
+                train_batch(X, y, params, args.lr, device)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             epoch_secs.append(time.perf_counter() - start)
-            accs.append(evaluate_accuracy(params, test_iter))
+            accs.append(evaluate_accuracy(params, test_iter, device))
             print(f"epoch {epoch + 1}: test acc {accs[-1]:.4f}, {epoch_secs[-1]:.2f} s", flush=True)
-        print(f"test acc: {accs[-1]:.2f}, {sum(epoch_secs) / len(epoch_secs):.1f} sec/epoch on [cpu]")
+        print(f"test acc: {accs[-1]:.2f}, {sum(epoch_secs) / len(epoch_secs):.1f} sec/epoch "
+              f"on [{device}]")
         print(json.dumps({"epoch_secs": epoch_secs, "test_acc": accs[-1], "threads": args.threads,
-                          "torch": torch.__version__}))
+                          "device": str(device), "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""PyTorch's own DistributedDataParallel on CPU ranks over Gloo: the baseline for dptrain's ddp.
+"""PyTorch's own DistributedDataParallel: the baseline for dptrain's ddp, on CPU ranks over Gloo
+or (--device cuda) one GPU per rank over NCCL.
 
 The same LeNet as dptrain's (nn.Module, d2l's N(0, 0.01^2) weights), torch's DistributedSampler,
 a DataLoader of batch_size / world per rank over torchvision's FashionMNIST, plain SGD, one
 process per rank started with torch.multiprocessing. Rank 0 times each epoch's training loop, as
-dptrain does. Prints one JSON object on its last line. scripts/bench_ddp.sh runs it;
-scripts/bench_zero.sh with --optimizer adam, and --zero for PyTorch's ZeroRedundancyOptimizer.
+dptrain does, and afterwards measures test accuracy. Prints one JSON object on its last line.
+scripts/bench_ddp.sh runs it; scripts/bench_zero.sh with --optimizer adam, and --zero for
+PyTorch's ZeroRedundancyOptimizer; scripts/bench_gpu.sh with --device cuda.
 """
 import argparse
 import json
@@ -43,16 +45,20 @@ def lenet():
 def rank_main(rank, args, root, port, results):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=args.world)
+    gpu = args.device == "cuda"
+    device = torch.device("cuda", rank) if gpu else torch.device("cpu")
+    if gpu:
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if gpu else "gloo", rank=rank, world_size=args.world)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = DistributedDataParallel(lenet())
+    model = DistributedDataParallel(lenet().to(device), device_ids=[rank] if gpu else None)
     train = torchvision.datasets.FashionMNIST(root=root, train=True,
                                               transform=transforms.ToTensor())
     sampler = data.distributed.DistributedSampler(train, num_replicas=args.world, rank=rank,
                                                   shuffle=True, seed=0)
     loader = data.DataLoader(train, batch_size=args.batch_size // args.world, sampler=sampler,
-                             num_workers=args.workers)
+                             num_workers=args.workers, pin_memory=gpu)
     kind = torch.optim.Adam if args.optimizer == "adam" else torch.optim.SGD
     if args.zero:
         optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=kind, lr=args.lr)
@@ -63,13 +69,26 @@ def rank_main(rank, args, root, port, results):
         sampler.set_epoch(epoch)
         start = time.perf_counter()
         for X, y in loader:
+            X, y = X.to(device, non_blocking=True), y.to(device, non_blocking=True)
             optimizer.zero_grad()
             F.cross_entropy(model(X), y).backward()
             optimizer.step()
+        if gpu:
+            torch.cuda.synchronize(device)
         epoch_secs.append(time.perf_counter() - start)
     if rank == 0:
-        results.put(epoch_secs)
+        results.put((epoch_secs, test_accuracy(model.module, root, device)))
     dist.destroy_process_group()
+
+
+def test_accuracy(net, root, device):
+    test = torchvision.datasets.FashionMNIST(root=root, train=False,
+                                             transform=transforms.ToTensor())
+    correct = 0
+    with torch.no_grad():
+        for X, y in data.DataLoader(test, batch_size=1024):
+            correct += (net(X.to(device)).argmax(1) == y.to(device)).sum().item()
+    return correct / len(test)
 
 
 def free_port():
@@ -89,14 +108,17 @@ def main():
     ap.add_argument("--lr", type=float, default=0.2)
     ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     ap.add_argument("--zero", action="store_true", help="shard it: ZeroRedundancyOptimizer")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: rank r on cuda:r, over NCCL")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as root:
         stage_fashion_mnist(args.data, root)
         ctx = mp.get_context("spawn")
         results = ctx.SimpleQueue()
         mp.spawn(rank_main, args=(args, root, free_port(), results), nprocs=args.world)
-        epoch_secs = results.get()
-    print(json.dumps({"epoch_secs": epoch_secs, "world": args.world, "threads": args.threads,
+        epoch_secs, test_acc = results.get()
+    print(json.dumps({"epoch_secs": epoch_secs, "test_acc": test_acc, "world": args.world,
+                      "threads": args.threads, "device": args.device,
                       "torch": torch.__version__}))
 
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# dptrain on one GPU against the peers a Python user would pick instead, in one command, on the
+# same GPU and data: d2l's own §13.5 code (scripts/bench/d2l_lenet.py), PyTorch's DDP over NCCL
+# with one rank (bench/torch_ddp.py), PyTorch Lightning's Trainer (bench/lightning_lenet.py) and
+# the fastest plain PyTorch loop (bench/fast_lenet.py: data on the GPU, each step one CUDA-graph
+# replay; and its torch.compile "reduce-overhead" variant). Every one trains d2l §13.5's LeNet at
+# batch 256 and lr 0.2 for the same epochs.
+#
+#   scripts/bench_gpu.sh [--epochs E] [--repeats R] [--out DIR] [--no-peers]
+#
+# dptrain runs configs/d2l_1gpu.json (fp32, batch 256) R times, runs alternating with the peers',
+# and once each at batch 1024 and in bf16. Prints a table of ms/epoch (the median over a run's
+# epochs, then over runs), samples/s, test accuracy, peak GPU memory and each peer's time over
+# dptrain's; writes it as OUT/bench_gpu.md, the figures as OUT/bench_gpu.json, and every run's
+# log under OUT/logs (OUT defaults to runs/bench-gpu-<date>).
+#
+# Needs a CUDA build of dptrain (BUILD_DIR; on the GPU machine: source .device/env.sh and set
+# BUILD_DIR=build-gpu, as scripts/gpu_round.sh does) and, for the peers, a PYTHON (default
+# python3) with PyTorch on CUDA, torchvision and Lightning.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+epochs=10 repeats=3 out="" peers=1
+usage="usage: $0 [--epochs E] [--repeats R] [--out DIR] [--no-peers]"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --epochs) epochs=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --no-peers) peers=0; shift ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
+export PYTHON=${PYTHON:-python3}
+source "$root/scripts/bench/common.sh"
+if ! "$bin" info | grep -q '^cuda: yes'; then
+  echo "bench_gpu: $bin has no GPU to train on ($("$bin" info | grep '^cuda:'))" >&2
+  exit 1
+fi
+out=${out:-$root/runs/bench-gpu-$(date +%Y-%m-%d)}
+mkdir -p "$out/logs"
+figures=$work/figures
+mkdir -p "$figures"
+
+# dptrain_run TAG R [--set ...]: one run of d2l_1gpu into $figures/dptrain-TAG-R.
+dptrain_run() {
+  local tag=$1 r=$2
+  shift 2
+  "$bin" train --config "$root/configs/d2l_1gpu.json" --set data.dir="$data_dir" \
+    --set train.epochs="$epochs" "$@" --output "$figures/dptrain-$tag-$r" \
+    >"$out/logs/dptrain-$tag-$r.log" 2>&1 ||
+    { tail -n 20 "$out/logs/dptrain-$tag-$r.log" >&2; return 1; }
+}
+
+# peer_run NAME R SCRIPT [ARGS...]: one run of a peer; its last line (JSON) to $figures.
+peer_run() {
+  local name=$1 r=$2 script=$3
+  shift 3
+  if (cd "$root/scripts/bench" && "$PYTHON" "$script" --data "$data_dir" --epochs "$epochs" "$@") \
+    >"$out/logs/peer-$name-$r.log" 2>&1; then
+    tail -n 1 "$out/logs/peer-$name-$r.log" >"$figures/peer-$name-$r.json"
+  else
+    echo "bench_gpu: $name failed (log: $out/logs/peer-$name-$r.log)" >&2
+    tail -n 5 "$out/logs/peer-$name-$r.log" >&2
+  fi
+}
+
+machine_line
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+"$bin" info | grep -E '^(libtorch|cuda|cudnn|nccl):'
+echo "settings: $epochs epochs a run, $repeats runs of dptrain's fp32 batch 256 and of each peer"
+for ((r = 1; r <= repeats; r++)); do
+  dptrain_run b256 "$r"
+  if [[ $peers -eq 1 ]]; then
+    peer_run d2l "$r" d2l_lenet.py --device cuda:0
+    peer_run torch-ddp-nccl "$r" torch_ddp.py --device cuda --world 1 --workers 4
+    peer_run lightning "$r" lightning_lenet.py --accelerator gpu
+    peer_run plain-cuda-graph "$r" fast_lenet.py --mode graph
+    peer_run plain-torch-compile "$r" fast_lenet.py --mode compile
+  fi
+  echo "run $r of $repeats done" >&2
+done
+dptrain_run b1024 1 --set data.batch_size=1024
+dptrain_run bf16 1 --set precision=bf16
+"$PYTHON" "$root/scripts/bench/gpu_figures.py" "$figures" "$out/bench_gpu.json" |
+  tee "$out/bench_gpu.md"
+echo "wrote $out/bench_gpu.md and $out/bench_gpu.json" >&2
