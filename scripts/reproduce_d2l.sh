@@ -16,7 +16,8 @@
 # device of a config on cuda:0 (the two-device configs as [cuda:0, cuda:0]: their mechanics, not
 # two GPUs' speed); --cpu runs each on as many CPU devices instead; arguments after -- go to
 # every `dptrain train` (e.g. -- --set train.epochs=2). A run that fails is reported in the table
-# with its exit status, and the others still run. Needs jq and gnuplot-nox (installed if missing).
+# with its exit status, and the others still run. Plots need gnuplot-nox (installed if missing
+# where apt can) or, where there is no apt (the GPU machine), a PYTHON with matplotlib.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 chapter=13.5 out="" configs=""
@@ -45,15 +46,30 @@ suffix=""
 [[ $chapter == 13.6 ]] && suffix="-13.6"
 out=${out:-"$root/docs/results/$(date +%Y-%m-%d)$suffix"}
 
-"$root/scripts/setup.sh" jq gnuplot-nox
+py=${PYTHON:-python3}
+if command -v apt-get >/dev/null && command -v dpkg-query >/dev/null; then
+  "$root/scripts/setup.sh" gnuplot-nox
+fi
 "$root/scripts/build.sh"
 bin=${BUILD_DIR:-$root/build}/dptrain
 mkdir -p "$out/runs" "$out/plots"
 
+# field FILE EXPR: a Python expression over the JSON in FILE (`j`), printed.
+field() { "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
 # plot RUN NAME: train loss, train acc and test acc per epoch, d2l's three curves.
 plot() {
+  if ! command -v gnuplot >/dev/null; then
+    "$py" "$root/scripts/bench/plot_metrics.py" "$1" "$2" "$out/plots/$2.svg" ||
+      echo "reproduce_d2l: no plot of $2: neither gnuplot nor matplotlib" >&2
+    return 0
+  fi
   local data="$out/plots/$2.dat"
-  jq -r '[.epoch, .train_loss, .train_acc, .test_acc] | @tsv' "$1/metrics.jsonl" >"$data"
+  "$py" -c 'import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(r["epoch"], r["train_loss"], r["train_acc"], r["test_acc"], sep="\t")' \
+    "$1/metrics.jsonl" >"$data"
   gnuplot <<GNUPLOT
 set terminal svg size 480,360 dynamic font "sans,12"
 set output "$out/plots/$2.svg"
@@ -76,7 +92,7 @@ for name in $configs; do
   run="$out/runs/$name"
   args=(train --config "$config" --output "$run" --overwrite)
   if [[ -n $devices_as ]]; then
-    args+=(--set "parallel.devices=$(jq -c --arg d "$devices_as" '.parallel.devices | map($d)' "$config")")
+    args+=(--set "parallel.devices=$(field "$config" "json.dumps([\"$devices_as\"] * len(j['parallel']['devices']))")")
   fi
   echo "== $name" >&2
   status=0
@@ -85,7 +101,7 @@ for name in $configs; do
     rows+=("| $name | | | | failed (exit $status) | | |")
     continue
   fi
-  rows+=("$(jq -r --arg name "$name" '"| \($name) | \(.backend) | \(.devices | join(", ")) | \(.precision) | \(.test_acc * 1000 | round / 1000) | \(.sec_per_epoch * 1000 | round / 1000) | \(.samples_per_sec | round) |"' "$run/summary.json")")
+  rows+=("| $name | $(field "$run/summary.json" "' | '.join([j['backend'], ', '.join(j['devices']), j['precision'], str(round(j['test_acc'], 3)), str(round(j['sec_per_epoch'], 3)), str(round(j['samples_per_sec']))])") |")
   plot "$run" "$name"
 done
 
