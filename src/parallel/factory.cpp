@@ -15,10 +15,16 @@ namespace {
 std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::nn::AnyModule model,
                                   const distributed::RankInfo& rank, bool sync_batchnorm) {
   const torch::Device device = device_for_local_rank(config.devices, rank.local_rank, rank.rank);
-  const TransportChoice choice = choose_transport(
-      config.dist_backend, device, rank.rank, why_not_nccl(config.devices, rank.local_world_size),
-      distributed::nccl_available());
+  const std::optional<std::string> obstacle = why_not_nccl(config.devices);
+  const TransportChoice choice = choose_transport(config.dist_backend, device, rank.rank, obstacle,
+                                                  distributed::nccl_available());
   const distributed::Transport transport = choice.transport;
+  if (rank.rank == 0 && obstacle && transport == distributed::Transport::kNccl) {
+    spdlog::warn(
+        "ddp: parallel.dist_backend nccl: {}, unless CUDA_VISIBLE_DEVICES gives each rank "
+        "another GPU; \"auto\" or \"gloo\" would take Gloo",
+        *obstacle);
+  }
   if (!choice.reason.empty() && rank.rank == 0) {
     // Gloo on GPUs works but is slower than NCCL: worth a warning, with the reason.
     const bool slower = device.is_cuda() && transport == distributed::Transport::kGloo;

@@ -24,24 +24,26 @@ std::string shared(int first, int second, int gpu) {
 
 }  // namespace
 
-std::optional<std::string> why_not_nccl(const std::vector<std::string>& specs,
-                                        int local_world_size) {
-  if (specs.size() == 1) {
-    // One entry for every rank: "auto" gives each its own GPU, anything else is one device for all.
-    if (specs[0] == "auto" || local_world_size < 2) return std::nullopt;
-    const std::optional<int> gpu = gpu_of(specs[0]);
-    return gpu ? std::optional(shared(0, 1, *gpu)) : std::nullopt;
-  }
-  const int listed = std::min(static_cast<int>(specs.size()), local_world_size);
-  for (int rank = 0; rank < listed; ++rank) {
-    const std::optional<int> gpu = gpu_of(specs[static_cast<size_t>(rank)]);
+std::optional<std::string> why_not_nccl(const std::vector<std::string>& specs) {
+  if (specs.size() < 2) return std::nullopt;
+  std::optional<size_t> cpu;
+  bool any_gpu = false;
+  for (size_t rank = 0; rank < specs.size(); ++rank) {
+    const std::optional<int> gpu = gpu_of(specs[rank]);
     if (!gpu) {
-      return "local rank " + std::to_string(rank) + " trains on " +
-             specs[static_cast<size_t>(rank)] + ", and NCCL reduces only GPU tensors";
+      if (!cpu) cpu = rank;
+      continue;
     }
-    for (int earlier = 0; earlier < rank; ++earlier) {
-      if (gpu_of(specs[static_cast<size_t>(earlier)]) == gpu) return shared(earlier, rank, *gpu);
+    any_gpu = true;
+    for (size_t earlier = 0; earlier < rank; ++earlier) {
+      if (gpu_of(specs[earlier]) == gpu) {
+        return shared(static_cast<int>(earlier), static_cast<int>(rank), *gpu);
+      }
     }
+  }
+  if (cpu && any_gpu) {
+    return "local rank " + std::to_string(*cpu) + " trains on " + specs[*cpu] +
+           ", and NCCL reduces only GPU tensors";
   }
   return std::nullopt;
 }
@@ -57,16 +59,11 @@ TransportChoice choose_transport(config::DistBackend choice, torch::Device devic
                             device.str() + ", and NCCL reduces only GPU tensors",
                         "use \"gloo\" (or \"auto\") for CPU ranks");
     }
-    if (obstacle) {
-      throw core::Error(core::ErrorCode::kConfig, "parallel.dist_backend \"nccl\": " + *obstacle,
-                        "use \"gloo\" (or \"auto\", which picks it here), or give each rank a "
-                        "GPU of its own in parallel.devices");
-    }
     return {Transport::kNccl, ""};
   }
+  if (obstacle) return {Transport::kGloo, *obstacle};
   if (!device.is_cuda()) return {Transport::kGloo, "the ranks train on the CPU"};
   if (!nccl_built) return {Transport::kGloo, "this LibTorch has no NCCL"};
-  if (obstacle) return {Transport::kGloo, *obstacle};
   return {Transport::kNccl, "each rank has a GPU of its own"};
 }
 
