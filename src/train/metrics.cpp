@@ -25,6 +25,7 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"optimizer_state_bytes", m.optimizer_state_bytes},
                       {"gradient_bytes", m.gradient_bytes},
                       {"peak_rss_bytes", m.peak_rss_bytes},
+                      {"peak_gpu_bytes", m.peak_gpu_bytes},
                       {"samples_per_sec", m.samples_per_sec()}};
   if (m.has_val) {
     j["val_loss"] = m.val_loss;
@@ -70,6 +71,7 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.optimizer_state_bytes = j.value("optimizer_state_bytes", std::vector<int64_t>{});
   m.gradient_bytes = j.value("gradient_bytes", std::vector<int64_t>{});
   m.peak_rss_bytes = j.value("peak_rss_bytes", std::vector<int64_t>{});
+  m.peak_gpu_bytes = j.value("peak_gpu_bytes", std::vector<int64_t>{});
   return m;
 }
 

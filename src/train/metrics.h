@@ -37,6 +37,8 @@ struct EpochMetrics {
   // Per rank: the process's peak resident memory so far (getrusage's ru_maxrss), which a
   // network's activations dominate.
   std::vector<int64_t> peak_rss_bytes;
+  // Per rank: the most bytes LibTorch's CUDA allocator has had allocated on its GPUs; 0 on CPUs.
+  std::vector<int64_t> peak_gpu_bytes;
   double samples_per_sec() const { return train_sec > 0 ? train_samples / train_sec : 0; }
 };
 

@@ -128,6 +128,7 @@ void TensorBoardLog::write_epoch(const EpochMetrics& m) {
   per_rank("optimizer_state_bytes", m.optimizer_state_bytes);
   per_rank("gradient_bytes", m.gradient_bytes);
   per_rank("peak_rss_bytes", m.peak_rss_bytes);
+  per_rank("peak_gpu_bytes", m.peak_gpu_bytes);
   file_->append(frame(serialize::scalars_event(now(), m.global_step, v)));
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/gpu_memory.h"
 #include "core/heap.h"
 #include "core/interrupt.h"
 #include "core/timer.h"
@@ -88,16 +89,17 @@ void reduce_epoch(parallel::Backend& backend, const DeviceSums& device_sums, Epo
   }
 }
 
-// Each rank's optimizer-state, gradient and peak resident bytes, gathered into every rank's
-// record.
+// Each rank's optimizer-state, gradient, peak resident and peak GPU bytes, gathered into every
+// rank's record.
 void measure_memory(Session& s, EpochMetrics& m) {
   parallel::Backend& backend = *s.backend;
   const auto world = static_cast<size_t>(backend.world_size());
   const auto me = static_cast<size_t>(backend.rank());
-  std::vector<double> bytes(3 * world, 0.0);  // exact: far below 2^53
+  std::vector<double> bytes(4 * world, 0.0);  // exact: far below 2^53
   bytes[me] = static_cast<double>(parallel::optimizer_state_bytes(*s.optimizer));
   bytes[world + me] = static_cast<double>(backend.gradient_bytes());
   bytes[2 * world + me] = static_cast<double>(core::peak_resident_bytes());
+  bytes[3 * world + me] = static_cast<double>(core::peak_gpu_bytes(backend.devices()));
   backend.all_reduce_sum(bytes);
   const auto column = [&](size_t k) {
     std::vector<int64_t> per_rank(world);
@@ -107,6 +109,7 @@ void measure_memory(Session& s, EpochMetrics& m) {
   m.optimizer_state_bytes = column(0);
   m.gradient_bytes = column(1);
   m.peak_rss_bytes = column(2);
+  m.peak_gpu_bytes = column(3);
 }
 
 // What an epoch needs to know of the run around it.

@@ -417,6 +417,10 @@ TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives sing
     INFO(result.err);
     REQUIRE(result.status == 0);
     CHECK_THAT(result.err, ContainsSubstring(log));
+    // Each rank's peak GPU memory: at least the model's float32 parameters and gradients.
+    for (const auto peak : metrics_of(out).at(0).at("peak_gpu_bytes").get<std::vector<int64_t>>()) {
+      CHECK(peak > 2 * 4 * 100000);
+    }
     CHECK(max_relative_difference(load_parameters(out / "model.pt"),
                                   load_parameters(single / "model.pt")) <= kTolerance);
   }

@@ -107,6 +107,8 @@ TEST_CASE(
     const auto rss = metrics_of(whole).at(0).at("peak_rss_bytes").get<std::vector<int64_t>>();
     CHECK(rss.size() == (name == "single" || name == "dp" ? 1U : 2U));
     for (const int64_t bytes : rss) CHECK(bytes > 50'000'000);
+    CHECK(metrics_of(whole).at(0).at("peak_gpu_bytes").get<std::vector<int64_t>>() ==
+          std::vector<int64_t>(rss.size(), 0));  // no GPU memory on CPU ranks
     if (name.rfind("ddp", 0) == 0) {
       // ddp's sharded evaluation, in eval mode with rank 0's statistics, counts what one device
       // counts with the same model.
