@@ -129,9 +129,10 @@ TEST_CASE(
   const auto whole = train(dir, "cuda:0", "whole");
   const auto checkpoint = whole / "checkpoints" / kMidEpoch;
   const auto on_gpu = resume(dir, "cuda:0", checkpoint, "on-gpu");
-  // The same kernels on the same shapes: only cuDNN's choice of algorithm could tell them apart.
+  // The same kernels on the same shapes, but cuDNN's default weight-gradient algorithms may sum
+  // in another order from run to run: ddp_test's bound.
   CHECK(max_relative_difference(load_parameters(on_gpu / "model.pt"),
-                                load_parameters(whole / "model.pt")) <= 1e-6);
+                                load_parameters(whole / "model.pt")) <= 1e-4);
   // The CPU's kernels round differently: 25 steps from the same state stay close.
   const auto on_cpu = resume(dir, "cpu", checkpoint, "on-cpu");
   CHECK(max_relative_difference(load_parameters(on_cpu / "model.pt"),

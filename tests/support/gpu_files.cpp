@@ -21,6 +21,7 @@ int relocate_storages(const std::filesystem::path& from, const std::filesystem::
                       const std::string& location) {
   const std::string whole = core::read_text_file(from);
   const serialize::ZipReader reader(whole);
+  const std::string storage = binunicode("storage");
   const std::string cpu = binunicode("cpu");
   const std::string moved = binunicode(location);
   int changed = 0;
@@ -33,9 +34,13 @@ int relocate_storages(const std::filesystem::path& from, const std::filesystem::
     if (name == "version") continue;  // the writer adds its own
     std::string bytes(reader.record(name));
     if (name == "data.pkl") {
-      for (size_t at = bytes.find(cpu); at != std::string::npos; at = bytes.find(cpu, at)) {
-        bytes.replace(at, cpu.size(), moved);
-        at += moved.size();
+      // Each storage's persistent id: ('storage', torch.XStorage, key, location, numel). Only the
+      // location after each 'storage' changes, not other texts that read "cpu".
+      for (size_t at = bytes.find(storage); at != std::string::npos; at = bytes.find(storage, at)) {
+        const size_t location = bytes.find(cpu, at);
+        if (location == std::string::npos) break;
+        bytes.replace(location, cpu.size(), moved);
+        at = location + moved.size();
         ++changed;
       }
     }

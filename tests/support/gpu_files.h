@@ -8,8 +8,8 @@
 
 namespace dptrain::testing {
 
-// Copies the torch.save archive `from` to `to` with every storage's location set to `location`
-// (such as "cuda:1"); returns how many pickled locations it changed.
+// Copies the torch.save archive `from` to `to` (as dptrain writes it: no memoized texts) with every
+// storage's location set to `location` (such as "cuda:1"); returns how many it changed.
 int relocate_storages(const std::filesystem::path& from, const std::filesystem::path& to,
                       const std::string& location);
 
