@@ -15,9 +15,13 @@
 #
 # Each stage logs to DIR/<stage>.log and goes on after a failed one; DIR/round.json gathers the
 # figures (each stage's status and seconds, ctest's counts, the reproduction's rows, the bench's
-# figures, TensorBoard's reading). Exit status 0 only when every stage asked for passed. A device
-# command, with .device carried: scripts/gpu_round.sh --out /tmp/round build test; and to bring
-# it back: tar czf "$OUT/round.tgz" -C /tmp/round . (the device returns at most 8 files).
+# figures, TensorBoard's reading). Exit status 0 only when every stage asked for passed. One device
+# command may run 10 minutes and a machine left idle is handed back within a minute, so each
+# command starts with `build` (quick when build-gpu/ is still there): with .device carried,
+#   scripts/gpu_round.sh --out /tmp/round build test
+#   scripts/gpu_round.sh --out /tmp/round build reproduce tensorboard
+#   REPEATS=2 scripts/gpu_round.sh --out /tmp/round build bench
+# and to bring each back: tar czf "$OUT/round.tgz" -C /tmp/round . (at most 8 files come back).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage="usage: $0 --out DIR STAGE... (build test reproduce tensorboard bench, or all)"
@@ -42,8 +46,10 @@ export BUILD_DIR=${BUILD_DIR:-$root/build-gpu} PYTHON=${PYTHON:-python3}
 bin=$BUILD_DIR/dptrain
 
 stage_build() {
-  CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release" scripts/build.sh
-  "$bin" info | tee "$out/info.txt"
+  # Called through ||, which turns set -e off: each step must fail the stage itself.
+  CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release" scripts/build.sh || return
+  "$bin" info >"$out/info.txt" || return
+  cat "$out/info.txt"
   grep -q '^cuda: yes' "$out/info.txt" || { echo "gpu_round: this build sees no GPU" >&2; return 1; }
 }
 
@@ -93,7 +99,7 @@ PY
 }
 
 stage_bench() {
-  scripts/bench_gpu.sh --repeats "${REPEATS:-3}" --out "$out/bench"
+  scripts/bench_gpu.sh --repeats "${REPEATS:-2}" --out "$out/bench"
 }
 
 results=()

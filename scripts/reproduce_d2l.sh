@@ -16,8 +16,8 @@
 # device of a config on cuda:0 (the two-device configs as [cuda:0, cuda:0]: their mechanics, not
 # two GPUs' speed); --cpu runs each on as many CPU devices instead; arguments after -- go to
 # every `dptrain train` (e.g. -- --set train.epochs=2). A run that fails is reported in the table
-# with its exit status, and the others still run. Plots need gnuplot-nox (installed if missing
-# where apt can) or, where there is no apt (the GPU machine), a PYTHON with matplotlib.
+# with its exit status, and the others still run. Plots need gnuplot-nox (installed if missing)
+# or, where apt cannot install it (the GPU machine), a PYTHON with matplotlib.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 chapter=13.5 out="" configs=""
@@ -47,8 +47,9 @@ suffix=""
 out=${out:-"$root/docs/results/$(date +%Y-%m-%d)$suffix"}
 
 py=${PYTHON:-python3}
-if command -v apt-get >/dev/null && command -v dpkg-query >/dev/null; then
-  "$root/scripts/setup.sh" gnuplot-nox
+if ! command -v gnuplot >/dev/null; then
+  "$root/scripts/setup.sh" gnuplot-nox ||
+    echo "reproduce_d2l: gnuplot could not be installed; plotting with $py's matplotlib" >&2
 fi
 "$root/scripts/build.sh"
 bin=${BUILD_DIR:-$root/build}/dptrain

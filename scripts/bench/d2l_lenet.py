@@ -116,8 +116,10 @@ def main():
             print(f"epoch {epoch + 1}: test acc {accs[-1]:.4f}, {epoch_secs[-1]:.2f} s", flush=True)
         print(f"test acc: {accs[-1]:.2f}, {sum(epoch_secs) / len(epoch_secs):.1f} sec/epoch "
               f"on [{device}]")
+        peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
         print(json.dumps({"epoch_secs": epoch_secs, "test_acc": accs[-1], "threads": args.threads,
-                          "device": str(device), "torch": torch.__version__}))
+                          "device": str(device), "peak_gpu_bytes": peak,
+                          "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -20,8 +20,12 @@ def dptrain_runs(work):
     runs = {}
     for folder in sorted(glob.glob(os.path.join(work, "dptrain-*"))):
         tag = re.sub(r"-\d+$", "", os.path.basename(folder)[len("dptrain-"):])
-        epochs = [json.loads(line) for line in open(os.path.join(folder, "metrics.jsonl"))]
-        summary = json.load(open(os.path.join(folder, "summary.json")))
+        try:
+            epochs = [json.loads(line) for line in open(os.path.join(folder, "metrics.jsonl"))]
+            summary = json.load(open(os.path.join(folder, "summary.json")))
+        except (OSError, ValueError) as e:
+            print(f"gpu_figures: {folder} left out: {e}", file=sys.stderr)
+            continue
         peaks = [max(e.get("peak_gpu_bytes") or [0]) for e in epochs]
         runs.setdefault(tag, []).append({
             "sec_per_epoch": statistics.median(e["train_sec"] for e in epochs),
@@ -40,7 +44,11 @@ def peer_runs(work):
     runs = {}
     for path in sorted(glob.glob(os.path.join(work, "peer-*.json"))):
         name = re.sub(r"-\d+\.json$", "", os.path.basename(path)[len("peer-"):])
-        record = json.load(open(path))
+        try:
+            record = json.load(open(path))
+        except ValueError as e:
+            print(f"gpu_figures: {path} left out: {e}", file=sys.stderr)
+            continue
         runs.setdefault(name, []).append({
             "sec_per_epoch": statistics.median(record["epoch_secs"]),
             "samples_per_sec": 60000 / statistics.median(record["epoch_secs"]),

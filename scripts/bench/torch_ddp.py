@@ -77,7 +77,8 @@ def rank_main(rank, args, root, port, results):
             torch.cuda.synchronize(device)
         epoch_secs.append(time.perf_counter() - start)
     if rank == 0:
-        results.put((epoch_secs, test_accuracy(model.module, root, device)))
+        peak = torch.cuda.max_memory_allocated(device) if gpu else 0
+        results.put((epoch_secs, test_accuracy(model.module, root, device), peak))
     dist.destroy_process_group()
 
 
@@ -116,8 +117,9 @@ def main():
         ctx = mp.get_context("spawn")
         results = ctx.SimpleQueue()
         mp.spawn(rank_main, args=(args, root, free_port(), results), nprocs=args.world)
-        epoch_secs, test_acc = results.get()
-    print(json.dumps({"epoch_secs": epoch_secs, "test_acc": test_acc, "world": args.world,
+        epoch_secs, test_acc, peak = results.get()
+    print(json.dumps({"epoch_secs": epoch_secs, "test_acc": test_acc, "peak_gpu_bytes": peak,
+                      "world": args.world,
                       "threads": args.threads, "device": args.device,
                       "torch": torch.__version__}))
 
