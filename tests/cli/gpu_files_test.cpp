@@ -6,8 +6,8 @@
 
 #include "core/fs.h"
 #include "support/fixtures.h"
-#include "support/gpu_files.h"
 #include "support/runs.h"
+#include "support/torch_archives.h"
 
 using namespace dptrain::testing;
 
@@ -17,29 +17,10 @@ namespace {
 // every 5 steps.
 std::vector<std::string> job(const TempDir& dir, const std::string& device,
                              const std::filesystem::path& out) {
-  return {"train",
-          "--set",
-          "data.dir=" + (dir / "data").string(),
-          "--set",
-          "data.batch_size=30",
-          "--set",
-          "train.epochs=2",
-          "--set",
-          "model.init_std=0.1",
-          "--set",
-          "optimizer.lr=0.05",
-          "--set",
-          "optimizer.momentum=0.9",
-          "--set",
-          "runtime.threads=1",
-          "--set",
-          "parallel.devices=" + device,
-          "--set",
-          "checkpoint.every_steps=5",
-          "--set",
-          "checkpoint.keep_last=0",
-          "--output",
-          out.string()};
+  return momentum_sgd_job(dir / "data",
+                          {"--set", "parallel.devices=" + device, "--set",
+                           "checkpoint.every_steps=5", "--set", "checkpoint.keep_last=0"},
+                          out);
 }
 
 std::filesystem::path train(const TempDir& dir, const std::string& device,

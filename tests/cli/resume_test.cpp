@@ -17,26 +17,7 @@ namespace {
 // 3000 images in batches of 30: 100 steps an epoch, long enough to be stopped in the middle.
 std::vector<std::string> job(const TempDir& dir, const std::vector<std::string>& backend,
                              const std::filesystem::path& out) {
-  std::vector<std::string> args = {"train",
-                                   "--set",
-                                   "data.dir=" + (dir / "data").string(),
-                                   "--set",
-                                   "data.batch_size=30",
-                                   "--set",
-                                   "train.epochs=2",
-                                   "--set",
-                                   "model.init_std=0.1",
-                                   "--set",
-                                   "optimizer.lr=0.05",
-                                   "--set",
-                                   "optimizer.momentum=0.9",
-                                   "--set",
-                                   "runtime.threads=1",
-                                   "--set",
-                                   "parallel.timeout_s=60"};
-  args.insert(args.end(), backend.begin(), backend.end());
-  args.insert(args.end(), {"--output", out.string()});
-  return args;
+  return momentum_sgd_job(dir / "data", backend, out);
 }
 
 // single on the CPU, or ddp over two CPU ranks.

@@ -9,6 +9,22 @@
 
 namespace dptrain::testing {
 
+std::vector<std::string> momentum_sgd_job(const std::filesystem::path& data_dir,
+                                          const std::vector<std::string>& extra,
+                                          const std::filesystem::path& out) {
+  std::vector<std::string> args = {"train"};
+  for (const std::string& set :
+       {"data.dir=" + data_dir.string(), std::string("data.batch_size=30"),
+        std::string("train.epochs=2"), std::string("model.init_std=0.1"),
+        std::string("optimizer.lr=0.05"), std::string("optimizer.momentum=0.9"),
+        std::string("runtime.threads=1"), std::string("parallel.timeout_s=60")}) {
+    args.insert(args.end(), {"--set", set});
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--output", out.string()});
+  return args;
+}
+
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt) {
   std::vector<torch::Tensor> params;
   for (const auto& entry : model::decode_state_dict(core::read_text_file(model_pt))) {

@@ -6,11 +6,20 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace dptrain::testing {
 
 // model.pt's tensors in the model's order.
+// The arguments of a short momentum-SGD run that resumes exactly: `train` on the IDX files in
+// `data_dir` in batches of 30, two epochs, weights drawn wide enough to learn at once (init_std
+// 0.1), lr 0.05 with momentum 0.9 (state a checkpoint must carry), one thread, a 60 s ddp
+// timeout; then `extra` and --output `out`.
+std::vector<std::string> momentum_sgd_job(const std::filesystem::path& data_dir,
+                                          const std::vector<std::string>& extra,
+                                          const std::filesystem::path& out);
+
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt);
 nlohmann::json summary_of(const std::filesystem::path& run_dir);
 // metrics.jsonl's records, one per epoch.

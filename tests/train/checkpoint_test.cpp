@@ -9,8 +9,6 @@
 #include <thread>
 #include "support/catch.h"
 
-#include <caffe2/serialize/inline_container.h>
-
 #include "config/load.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -18,10 +16,11 @@
 #include "optim/param_state.h"
 #include "parallel/single.h"
 #include "serialize/torch_file.h"
-#include "serialize/zip_reader.h"
 #include "support/fixtures.h"
+#include "support/torch_archives.h"
 
 using namespace dptrain;
+using testing::edit_data_pkl;
 using testing::TempDir;
 
 namespace {
@@ -290,27 +289,13 @@ TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (f
   // Copy the archive record by record, with the length of the record's JSON text in data.pkl
   // (BINUNICODE: 'X', 4 bytes of length, the text) set to 0xfffffffe, as the fuzzer did.
   // LibTorch's unpickler reserved that much before finding the stream too short.
-  std::string damaged;
-  {
-    const std::string whole = core::read_text_file(dir / "whole.pt");
-    const serialize::ZipReader reader(whole);
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-      damaged.append(static_cast<const char*>(data), size);
-      return size;
-    });
-    for (const std::string& name : reader.names()) {
-      if (name == "version") continue;  // the writer adds its own
-      std::string bytes(reader.record(name));
-      if (name == "data.pkl") {
+  const std::string damaged =
+      edit_data_pkl(core::read_text_file(dir / "whole.pt"), [](std::string& bytes) {
         const size_t text = bytes.find("{\"batches_done\"");
         REQUIRE(text != std::string::npos);
         REQUIRE(bytes[text - 5] == 'X');
         bytes.replace(text - 4, 4, std::string("\xfe\xff\xff\xff", 4));
-      }
-      writer.writeRecord(name, bytes.data(), bytes.size());
-    }
-    writer.writeEndOfFile();
-  }
+      });
   core::write_file_atomic(dir / "damaged.pt", damaged);
   CHECK_THAT(refusal(dir / "damaged.pt", lenet),
              ContainsSubstring("damaged.pt: not a readable dptrain checkpoint: the "
