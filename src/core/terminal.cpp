@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +16,66 @@ bool is_live_terminal(int fd) {
 bool escape_codes_allowed(int fd) {
   const char* no_color = std::getenv("NO_COLOR");
   return is_live_terminal(fd) && !(no_color != nullptr && no_color[0] != '\0');
+}
+
+namespace {
+
+std::string hex_escape(const char* prefix, unsigned value, int digits) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out(prefix);
+  for (int d = digits - 1; d >= 0; --d) out += kDigits[(value >> (4 * d)) & 15];
+  return out;
+}
+
+// The length of the well-formed UTF-8 sequence of two or more bytes at `at` (RFC 3629: no
+// overlong forms, no surrogates, nothing past U+10FFFF), or 0.
+size_t utf8_length(std::string_view text, size_t at) {
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
+  const uint8_t lead = byte(at);
+  const size_t length = lead >= 0xc2 && lead <= 0xdf   ? 2
+                        : lead >= 0xe0 && lead <= 0xef ? 3
+                        : lead >= 0xf0 && lead <= 0xf4 ? 4
+                                                       : 0;
+  if (length == 0 || text.size() - at < length) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xc0) != 0x80) return 0;
+  }
+  const uint8_t second = byte(at + 1);
+  if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second > 0x9f) ||
+      (lead == 0xf0 && second < 0x90) || (lead == 0xf4 && second > 0x8f)) {
+    return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text, LineBreaks breaks) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    const auto c = static_cast<uint8_t>(text[at]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      ++at;
+    } else if ((c == '\n' || c == '\t') && breaks == LineBreaks::kKeep) {
+      out += static_cast<char>(c);
+      ++at;
+    } else if (c < 0x80) {
+      out += hex_escape("\\x", c, 2);
+      ++at;
+    } else if (const size_t length = utf8_length(text, at); length == 0) {
+      out += hex_escape("\\x", c, 2);
+      ++at;
+    } else if (c == 0xc2 && static_cast<uint8_t>(text[at + 1]) < 0xa0) {  // C1: U+0080..U+009F
+      out += hex_escape("\\u00", static_cast<uint8_t>(text[at + 1]), 2);
+      at += 2;
+    } else {
+      out.append(text.substr(at, length));
+      at += length;
+    }
+  }
+  return out;
 }
 
 }  // namespace dptrain::core

@@ -24,4 +24,14 @@ inline std::string seconds_text(std::chrono::milliseconds duration) {
   return text;
 }
 
+// How long a wait that gave up lasted, as a message says it: "within 600 s" when it used (nearly)
+// all of `allowed`, else "after 3.1 s (of 600 s allowed)": one that failed early (a connection
+// refused) must not claim to have waited the whole timeout.
+inline std::string waited_text(std::chrono::milliseconds elapsed,
+                               std::chrono::milliseconds allowed) {
+  if (elapsed >= allowed * 99 / 100) return "within " + seconds_text(allowed);
+  const auto tenths = std::chrono::milliseconds(elapsed.count() / 100 * 100);
+  return "after " + seconds_text(tenths) + " (of " + seconds_text(allowed) + " allowed)";
+}
+
 }  // namespace dptrain::core
