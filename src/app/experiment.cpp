@@ -21,15 +21,22 @@ std::vector<std::string> overrides_of(const cli::Command& command) {
 }
 
 // A run's experiment as this machine evaluates it: the model, data, seed and precision are the
-// run's; where and how to compute (parallel.*, runtime.*) and what to log (log.*) are this
-// command's, the defaults: a run trained on two GPUs is evaluated on what is here, and a
-// config.json beside a model cannot make evaluate launch ranks. Text that is no JSON object is
-// passed on as it is, for the resolver to name what is wrong.
+// run's; where and how to compute (parallel.*, runtime.*), how to load the data (the batch size,
+// workers, prefetching, placement) and what to log (log.*) are this command's, the defaults: a run
+// trained on two GPUs is evaluated on what is here, and a config.json beside a model can make
+// evaluate neither launch ranks nor take a batch of 10,000 images at once. Text that is no JSON
+// object is passed on as it is, for the resolver to name what is wrong.
 std::string experiment_here(const std::string& run_text) {
   try {
     nlohmann::json tree = config::parse_json(run_text);
     if (!tree.is_object()) return run_text;
     for (const char* section : {"parallel", "runtime", "log"}) tree.erase(section);
+    if (auto data = tree.find("data"); data != tree.end() && data->is_object()) {
+      for (const char* key :
+           {"batch_size", "placement", "num_workers", "prefetch_batches", "pin_memory"}) {
+        data->erase(key);
+      }
+    }
     return tree.dump();
   } catch (const nlohmann::json::exception&) {
     return run_text;

@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/terminal.h"
 #include "data/classes.h"
 #include "data/image_file.h"
 #include "train/evaluate_model.h"
@@ -41,11 +42,11 @@ void print_answer(const std::string& input, const std::vector<Ranked>& ranked,
     }
     // A file name need not be UTF-8; JSON text must be (such bytes become U+FFFD).
     std::cout << nlohmann::json{{"input", input}, {"top", top}}.dump(
-                     -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                     -1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace)
               << "\n";
     return;
   }
-  std::cout << fmt::format("{:<40}", input);
+  std::cout << fmt::format("{:<40}", core::printable(input));  // a name may hold any byte
   for (const auto& r : ranked) {
     std::cout << fmt::format("  {:>11} {:.4f}", classes[r.label], r.probability);
   }

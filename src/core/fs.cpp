@@ -135,9 +135,41 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
 
-std::string read_regular_file(const std::filesystem::path& path) {
+ReadOnlyFile::ReadOnlyFile(const std::filesystem::path& path) : path_(path) {
+  struct stat st {};
+  fd_ = open_regular(path, st);
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  ::close(fd_);
+}
+
+void ReadOnlyFile::read(uint64_t offset, size_t length, char* out) const {
+  for (size_t done = 0; done < length;) {
+    const ssize_t n = ::pread(fd_, out + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path_, "read failed", "check the file and its disk");
+    if (n == 0) {
+      throw Error(ErrorCode::kIo,
+                  path_.string() + ": the file ends at byte " + std::to_string(offset + done) +
+                      " while being read, though it held " + std::to_string(size_) +
+                      " bytes when opened: something shortened it meanwhile",
+                  "give a file that nothing is writing to (copy it first)");
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::string read_regular_file(const std::filesystem::path& path, size_t max_bytes) {
   struct stat st {};
   const Fd fd(open_regular(path, st));
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": " + std::to_string(st.st_size) + " bytes, more than the " +
+                    std::to_string(max_bytes) + " any such file needs",
+                "check that this is the file meant");
+  }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
   while (done < bytes.size()) {

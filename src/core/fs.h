@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -34,9 +35,33 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// A regular file read in checked pieces (pread), for large untrusted files (model files,
+// checkpoints): nothing is read until asked for, so a file that claims gigabytes (a sparse one)
+// costs only what is read, and one that shrinks while it is read is an I/O error naming it, where
+// a mapping of it would end the process with SIGBUS. A device, a pipe or a directory is refused.
+class ReadOnlyFile {
+ public:
+  explicit ReadOnlyFile(const std::filesystem::path& path);
+  ~ReadOnlyFile();
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  uint64_t size() const { return size_; }  // when it was opened
+  // The `length` bytes at `offset` into `out`; an I/O error naming the file when it ends first.
+  void read(uint64_t offset, size_t length, char* out) const;
+
+ private:
+  std::filesystem::path path_;
+  int fd_;
+  uint64_t size_ = 0;
+};
+
 // A regular file's bytes, read in one allocation of the size the file system gives it: a device,
-// a pipe or a directory is refused, naming the path, so that nothing endless is read.
-std::string read_regular_file(const std::filesystem::path& path);
+// a pipe or a directory is refused, naming the path, so that nothing endless is read, and so is a
+// file larger than `max_bytes` (a sparse one claiming gigabytes among them), before anything is
+// read.
+std::string read_regular_file(const std::filesystem::path& path,
+                              size_t max_bytes = kMaxTextFileBytes);
 
 // Makes `dir` (and its parents) when missing, then refuses, naming it, a folder that belongs to
 // another user or that every user may write to: whoever can write there could plant a link or a

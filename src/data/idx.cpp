@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "core/error.h"
@@ -68,10 +70,8 @@ class GzFile {
   gzFile file_ = nullptr;
 };
 
-}  // namespace
-
-IdxArray read_idx(const std::filesystem::path& path) {
-  GzFile file(path);
+// The header's dimensions, checked; their product is at most kMaxValues.
+std::vector<int64_t> read_header(GzFile& file, const std::filesystem::path& path) {
   std::array<uint8_t, 4> magic{};
   if (file.read(magic.data(), magic.size()) != magic.size()) {
     corrupt(path, "too short to hold an IDX header");
@@ -85,7 +85,7 @@ IdxArray read_idx(const std::filesystem::path& path) {
   if (ndims < 1 || ndims > kMaxDims) {
     corrupt(path, "bad number of dimensions " + std::to_string(ndims) + " (expected 1 to 4)");
   }
-  IdxArray array;
+  std::vector<int64_t> dims;
   int64_t count = 1;
   for (int i = 0; i < ndims; ++i) {
     std::array<uint8_t, 4> be{};
@@ -94,24 +94,66 @@ IdxArray read_idx(const std::filesystem::path& path) {
     if (dim <= 0) corrupt(path, "dimension " + std::to_string(i) + " is zero");
     count *= dim;
     if (count > kMaxValues) corrupt(path, "dimensions describe an implausibly large array");
-    array.dims.push_back(dim);
+    dims.push_back(dim);
   }
-  // The values grow as they arrive, a chunk at a time: a header that promises 2 GB over a file
-  // that holds nothing costs one chunk, not 2 GB of zeros.
+  return dims;
+}
+
+// `count` values appended to `values` as they arrive, a chunk at a time: a header that promises
+// 2 GB over a file that holds nothing costs one chunk, not 2 GB of zeros. How many came.
+size_t read_values(GzFile& file, std::vector<uint8_t>& values, size_t count) {
+  const size_t start = values.size();
   size_t got = 0;
-  while (got < static_cast<size_t>(count)) {
-    const size_t chunk = std::min(static_cast<size_t>(count) - got, kChunk);
-    array.values.resize(got + chunk);
-    const size_t n = file.read(array.values.data() + got, chunk);
+  while (got < count) {
+    const size_t chunk = std::min(count - got, kChunk);
+    values.resize(start + got + chunk);
+    const size_t n = file.read(values.data() + start + got, chunk);
     got += n;
     if (n < chunk) break;
   }
-  if (got != static_cast<size_t>(count)) {
-    corrupt(path, "truncated: holds " + std::to_string(got) + " values, its header promises " +
-                      std::to_string(count));
-  }
+  values.resize(start + got);
+  return got;
+}
+
+[[noreturn]] void truncated(const std::filesystem::path& path, int64_t got, int64_t promised) {
+  corrupt(path, "truncated: holds " + std::to_string(got) + " values, its header promises " +
+                    std::to_string(promised));
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::filesystem::path& path) {
+  GzFile file(path);
+  IdxArray array;
+  array.dims = read_header(file, path);
+  const auto count = static_cast<size_t>(std::accumulate(array.dims.begin(), array.dims.end(),
+                                                         int64_t{1}, std::multiplies<int64_t>()));
+  const size_t got = read_values(file, array.values, count);
+  if (got != count) truncated(path, static_cast<int64_t>(got), static_cast<int64_t>(count));
   uint8_t extra = 0;
   if (file.read(&extra, 1) != 0) corrupt(path, "has data beyond what its header describes");
+  return array;
+}
+
+IdxArray read_idx_items(const std::filesystem::path& path, int64_t first, int64_t count) {
+  GzFile file(path);
+  IdxArray array;
+  array.dims = read_header(file, path);
+  const int64_t item = std::accumulate(array.dims.begin() + 1, array.dims.end(), int64_t{1},
+                                       std::multiplies<int64_t>());
+  const int64_t end = std::min(first + count, array.dims[0]);
+  for (int64_t skipped = 0; skipped < first * item;) {  // read past, kept in one chunk
+    std::vector<uint8_t> scratch;
+    const size_t want = static_cast<size_t>(std::min<int64_t>(first * item - skipped, kChunk));
+    const size_t n = read_values(file, scratch, want);
+    skipped += static_cast<int64_t>(n);
+    if (n < want) truncated(path, skipped, array.dims[0] * item);
+  }
+  const auto wanted = static_cast<size_t>(std::max<int64_t>(end - first, 0) * item);
+  const size_t got = read_values(file, array.values, wanted);
+  if (got != wanted) {
+    truncated(path, first * item + static_cast<int64_t>(got), array.dims[0] * item);
+  }
   return array;
 }
 

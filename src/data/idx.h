@@ -16,4 +16,9 @@ struct IdxArray {
 // Only unsigned-byte arrays (type code 0x08), as (Fashion-)MNIST stores them.
 IdxArray read_idx(const std::filesystem::path& path);
 
+// The header, and the values of the items [first, first + count) along the first dimension alone:
+// those before are read past, a piece at a time, and none after are read. `dims` are the header's,
+// `values` hold `count` items. A data error naming the file when they are not all there.
+IdxArray read_idx_items(const std::filesystem::path& path, int64_t first, int64_t count);
+
 }  // namespace dptrain::data

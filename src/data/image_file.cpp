@@ -2,6 +2,7 @@
 
 #include <stb_image.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/error.h"
@@ -14,8 +15,16 @@ namespace dptrain::data {
 namespace {
 
 constexpr int64_t kSide = 28;
-// The largest picture decoded: 16 megapixels, 80 MB with stb_image's RGBA and our grey copy.
+// The largest picture decoded: 16 megapixels, and 16 MiB of samples as the file stores them
+// (16 megapixels of 8-bit grey, 4 of 8-bit RGBA, 2 of 16-bit RGBA): stb_image holds the inflated
+// scanlines, the samples at the file's depth and those at 8 bits at once, some 50 MB at most.
 constexpr int64_t kMaxPixels = int64_t{1} << 24;
+constexpr int64_t kMaxSampleBytes = int64_t{16} << 20;
+// A picture's file holds no more than its samples and a little (stored deflate blocks add 5 bytes
+// in 64 KB); an IDX file of 10,000 images (the test set's 7.8 MB) is the most predict takes at
+// once, 31 MB of model input.
+constexpr size_t kMaxPictureFileBytes = size_t{20} << 20;
+constexpr int64_t kMaxImagesAtOnce = 10000;
 
 [[noreturn]] void not_an_image(const std::filesystem::path& path, const std::string& why) {
   throw core::Error(core::ErrorCode::kData, path.string() + ": " + why,
@@ -29,24 +38,40 @@ bool is_idx(const std::string& bytes) {
           (static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b));
 }
 
+// Every image of the file, or image `index` alone (the others read past, not kept).
 std::vector<InputImage> read_idx_images(const std::filesystem::path& path,
                                         std::optional<int64_t> index) {
-  IdxArray idx = read_idx(path);
-  if (idx.dims.size() != 3 || idx.dims[1] != kSide || idx.dims[2] != kSide) {
+  // The header first: a file of more images than predict takes is refused before its values.
+  const IdxArray header = read_idx_items(path, 0, 0);
+  if (header.dims.size() != 3 || header.dims[1] != kSide || header.dims[2] != kSide) {
     not_an_image(path, "an IDX file that holds no 28x28 images");
   }
-  const int64_t count = idx.dims[0];
-  if (count == 0) not_an_image(path, "an IDX file with no images");
+  const int64_t count = header.dims[0];
   if (index && (*index < 0 || *index >= count)) {
     not_an_image(path, "--index " + std::to_string(*index) + " is past its " +
                            std::to_string(count) + " images (0 to " + std::to_string(count - 1) +
                            ")");
   }
+  if (!index && count > kMaxImagesAtOnce) {
+    throw core::Error(core::ErrorCode::kData,
+                      path.string() + ": an IDX file of " + std::to_string(count) +
+                          " images, more than the " + std::to_string(kMaxImagesAtOnce) +
+                          " predict takes at once",
+                      "give --index I for one image, or evaluate the model on a test set "
+                      "(dptrain evaluate)");
+  }
+  const int64_t first = index.value_or(0);
+  IdxArray idx = index ? read_idx_items(path, first, 1) : read_idx(path);
+  const int64_t taken = index ? 1 : count;
+  // Opened again: a file replaced meanwhile must still be what its header said.
+  if (idx.dims != header.dims || idx.values.size() != static_cast<size_t>(taken * kSide * kSide)) {
+    not_an_image(path, "an IDX file that changed while it was read");
+  }
   const torch::Tensor all =
-      torch::from_blob(idx.values.data(), {count, kSide, kSide}, torch::kUInt8);
+      torch::from_blob(idx.values.data(), {taken, kSide, kSide}, torch::kUInt8);
   std::vector<InputImage> images;
-  for (int64_t i = index.value_or(0); i < (index ? *index + 1 : count); ++i) {
-    images.push_back({path.string() + "#" + std::to_string(i), to_model_input(all[i])});
+  for (int64_t i = 0; i < taken; ++i) {
+    images.push_back({path.string() + "#" + std::to_string(first + i), to_model_input(all[i])});
   }
   return images;
 }
@@ -89,8 +114,16 @@ InputImage read_picture(const std::filesystem::path& path, const std::string& by
                            " pixels, more than the " + std::to_string(kMaxPixels >> 20) +
                            " megapixels dptrain decodes; scale it down first");
   }
+  const int64_t sample_bytes =
+      int64_t{width} * height * channels * (stbi_is_16_bit_from_memory(data, size) != 0 ? 2 : 1);
+  if (sample_bytes > kMaxSampleBytes) {
+    not_an_image(path, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
+                           " pixels whose samples take " + std::to_string(sample_bytes) +
+                           " bytes, more than the " + std::to_string(kMaxSampleBytes >> 20) +
+                           " MiB dptrain decodes; scale it down or save it as 8-bit grey first");
+  }
   if (bytes[0] != 'P') {
-    if (const std::string problem = png_inflation_problem(bytes); !problem.empty()) {
+    if (const std::string problem = png_problem(bytes); !problem.empty()) {
       not_an_image(path, "a PNG whose " + problem);
     }
   }
@@ -113,10 +146,20 @@ torch::Tensor to_model_input(const torch::Tensor& grey) {
 
 std::vector<InputImage> read_input_images(const std::filesystem::path& path,
                                           std::optional<int64_t> index) {
-  const std::string bytes = core::read_regular_file(path);  // names a missing file or a folder
-  if (bytes.empty()) not_an_image(path, "an empty file");
-  if (is_idx(bytes)) return read_idx_images(path, index);
+  const core::ReadOnlyFile file(path);  // names a missing file, a folder or a device
+  std::string head(std::min<uint64_t>(file.size(), 4), '\0');
+  file.read(0, head.size(), head.data());
+  if (head.empty()) not_an_image(path, "an empty file");
+  // An IDX file is read as a stream, of any size, keeping only what is asked for.
+  if (is_idx(head)) return read_idx_images(path, index);
   if (index) not_an_image(path, "--index applies to IDX files, and this is none");
+  if (file.size() > kMaxPictureFileBytes) {
+    not_an_image(path, "a file of " + std::to_string(file.size()) + " bytes, more than the " +
+                           std::to_string(kMaxPictureFileBytes >> 20) +
+                           " MiB any picture dptrain decodes can need");
+  }
+  std::string bytes(file.size(), '\0');
+  file.read(0, bytes.size(), bytes.data());
   return {read_picture(path, bytes)};
 }
 

@@ -8,6 +8,10 @@
 namespace dptrain::data {
 namespace {
 
+constexpr size_t kSignature = 8;
+constexpr size_t kChunkOverhead = 12;  // length, type, CRC
+constexpr uint32_t kHeaderLength = 13;
+
 uint32_t big_endian(const std::string& bytes, size_t at) {
   return uint32_t{static_cast<uint8_t>(bytes[at])} << 24 |
          uint32_t{static_cast<uint8_t>(bytes[at + 1])} << 16 |
@@ -23,10 +27,12 @@ uint64_t scanline_bound(uint32_t width, uint32_t height, uint8_t bit_depth, uint
   return 2 * row * height + 1024;
 }
 
-// Inflates `compressed` without keeping its output; false once more than `bound` bytes came out.
-bool inflates_within(const std::string& compressed, uint64_t bound) {
+// Why `compressed` is no zlib stream that inflates, whole, to at most `bound` bytes (what `holder`
+// can hold); nothing when it is. Its output is counted, never kept.
+std::string inflation_problem(const std::string& compressed, uint64_t bound,
+                              const std::string& holder) {
   z_stream z{};
-  if (inflateInit(&z) != Z_OK) return true;
+  if (inflateInit(&z) != Z_OK) return "image data zlib could not begin to inflate";
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
   z.avail_in = static_cast<uInt>(std::min<size_t>(compressed.size(), UINT32_MAX));
   uint64_t produced = 0;
@@ -37,32 +43,42 @@ bool inflates_within(const std::string& compressed, uint64_t bound) {
     z.avail_out = sizeof out;
     status = inflate(&z, Z_NO_FLUSH);
     produced += sizeof out - z.avail_out;
-    if (status == Z_BUF_ERROR && z.avail_in == 0) break;  // the stream ends early: stb's to say
   }
+  const std::string message = z.msg != nullptr ? z.msg : "";
   inflateEnd(&z);
-  return produced <= bound;
+  if (produced > bound) {
+    return "image data inflate to more than the " + std::to_string(bound) + " bytes " + holder +
+           " can hold";
+  }
+  if (status == Z_STREAM_END) return "";
+  if (status == Z_BUF_ERROR) return "image data end before their zlib stream does";
+  return "image data zlib cannot inflate (" + (message.empty() ? "an error" : message) + ")";
 }
 
 }  // namespace
 
-std::string png_inflation_problem(const std::string& png) {
-  constexpr size_t kSignature = 8;
-  if (png.size() < kSignature + 8 + 13 || png.compare(kSignature + 4, 4, "IHDR") != 0) return "";
+std::string png_problem(const std::string& png) {
+  if (png.size() < kSignature + kChunkOverhead + kHeaderLength ||
+      big_endian(png, kSignature) != kHeaderLength || png.compare(kSignature + 4, 4, "IHDR") != 0) {
+    return "first chunk is not its 13-byte IHDR header";
+  }
   const uint32_t width = big_endian(png, kSignature + 8);
   const uint32_t height = big_endian(png, kSignature + 12);
   const auto bit_depth = static_cast<uint8_t>(png[kSignature + 16]);
   const auto color_type = static_cast<uint8_t>(png[kSignature + 17]);
   std::string idat;  // the image data's chunks, joined: no more than the file holds
-  for (size_t at = kSignature; at + 12 <= png.size();) {
+  for (size_t at = kSignature; at + kChunkOverhead <= png.size();) {
     const uint32_t length = big_endian(png, at);
-    if (length > png.size() - at - 12) break;  // a chunk past the end: stb's to report
-    if (png.compare(at + 4, 4, "IDAT") == 0) idat.append(png, at + 8, length);
-    at += 12 + size_t{length};
+    if (length > png.size() - at - kChunkOverhead) return "chunks run past the end of the file";
+    const std::string type = png.substr(at + 4, 4);
+    // Apple's CgBI files hold raw deflate without zlib's header, which stb alone would take.
+    if (type == "CgBI") return "chunks include CgBI (Apple's variant, which zlib cannot read)";
+    if (type == "IDAT") idat.append(png, at + 8, length);
+    at += kChunkOverhead + size_t{length};
+    if (type == "IEND") break;
   }
-  const uint64_t bound = scanline_bound(width, height, bit_depth, color_type);
-  if (inflates_within(idat, bound)) return "";
-  return "image data inflate to more than the " + std::to_string(bound) + " bytes its size of " +
-         std::to_string(width) + "x" + std::to_string(height) + " can hold";
+  return inflation_problem(idat, scanline_bound(width, height, bit_depth, color_type),
+                           "its size of " + std::to_string(width) + "x" + std::to_string(height));
 }
 
 }  // namespace dptrain::data

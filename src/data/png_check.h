@@ -1,15 +1,17 @@
-// What a PNG's image data inflate to, measured before stb_image decodes it: stb inflates the whole
-// zlib stream into a buffer it doubles as it goes, whatever the header's size says, so a few
-// megabytes of a zlib bomb would cost gigabytes there.
+// What a PNG must be before stb_image decodes it. stb inflates the whole zlib stream into a buffer
+// it doubles as it goes, whatever the header's size says, and is laxer than zlib: it ignores the
+// window size in the zlib header, takes Apple's CgBI files (raw deflate, no zlib header at all),
+// and reads chunks in any order. So a few megabytes of a bomb that zlib itself would refuse could
+// cost gigabytes there. Here zlib inflates the image data first, keeping none of it.
 #pragma once
 
 #include <string>
 
 namespace dptrain::data {
 
-// Nothing when `png` (a file that starts with PNG's signature) inflates to no more than its
-// header's width, height and format can hold; else why not. Malformed chunks are left for
-// stb_image to report.
-std::string png_inflation_problem(const std::string& png);
+// Nothing when `png` (a file that starts with PNG's signature) opens with its IHDR chunk, has no
+// CgBI chunk and no chunk past its end, and its image data inflate with zlib, completely, to no
+// more than IHDR's width, height and format can hold; else why not.
+std::string png_problem(const std::string& png);
 
 }  // namespace dptrain::data

@@ -1,11 +1,14 @@
 #include "model/state_dict.h"
 
+#include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/terminal.h"
 #include "serialize/torch_file.h"
 
 namespace dptrain::model {
@@ -80,6 +83,27 @@ std::vector<StateSpec> state_specs(const torch::nn::Module& model) {
   return specs;
 }
 
+serialize::DecodeLimits decode_limits(const std::vector<StateSpec>& specs) {
+  constexpr int64_t kCopies = 4;
+  serialize::DecodeLimits limits;
+  limits.tensors = kCopies * static_cast<int64_t>(specs.size()) + 16;
+  limits.dimensions = 64;
+  limits.storage_bytes = uint64_t{1} << 20;
+  for (const auto& spec : specs) {
+    const int64_t numel = std::accumulate(spec.shape.begin(), spec.shape.end(), int64_t{1},
+                                          std::multiplies<int64_t>());
+    limits.dimensions += kCopies * static_cast<int64_t>(spec.shape.size());
+    limits.storage_bytes += static_cast<uint64_t>(kCopies * numel * 8);
+  }
+  return limits;
+}
+
+serialize::DecodeLimits decode_limits(const std::vector<torch::Tensor>& state) {
+  std::vector<StateSpec> specs;
+  for (const auto& t : state) specs.push_back({"", t.sizes().vec(), 0});
+  return decode_limits(specs);
+}
+
 std::vector<torch::Tensor> match_state(const StateDict& dict, const std::vector<StateSpec>& specs,
                                        const std::string& source) {
   std::map<std::string, torch::Tensor> given(dict.begin(), dict.end());
@@ -94,17 +118,18 @@ std::vector<torch::Tensor> match_state(const StateDict& dict, const std::vector<
       // at 0 then, as here.
       ordered.push_back(torch::zeros({}, torch::TensorOptions(torch::kLong)));
     } else if (it == given.end()) {
-      missing.push_back(spec.name + " " + shape_text(spec.shape));
+      missing.push_back(core::printable(spec.name) + " " + shape_text(spec.shape));
     } else if (it->second.sizes().vec() != spec.shape) {
-      misshaped.push_back(spec.name + ": " + shape_text(it->second.sizes()) + " in the file, " +
-                          shape_text(spec.shape) + " in the model");
+      misshaped.push_back(core::printable(spec.name) + ": " + shape_text(it->second.sizes()) +
+                          " in the file, " + shape_text(spec.shape) + " in the model");
     } else {
       ordered.push_back(it->second);
     }
   }
   std::vector<std::string> unexpected;
   for (const auto& [name, value] : dict) {
-    if (!wanted.count(name)) unexpected.push_back(name + " " + shape_text(value.sizes()));
+    if (!wanted.count(name))
+      unexpected.push_back(core::printable(name) + " " + shape_text(value.sizes()));
   }
   if (missing.empty() && misshaped.empty() && unexpected.empty()) return ordered;
   std::string what = source + ": its parameters do not fit the model:";

@@ -40,6 +40,14 @@ struct StateSpec {
 // buffers()): the order of a backend's model state.
 std::vector<StateSpec> state_specs(const torch::nn::Module& model);
 
+// What a file holding this model's state may make its reader build (see serialize::DecodeLimits):
+// as many tensors, dimensions and storage bytes as a checkpoint's copies of the state need (the
+// state, early stopping's best weights, two optimizer tensors per parameter), at up to 8 bytes an
+// element, and some slack for the generator's state.
+serialize::DecodeLimits decode_limits(const std::vector<StateSpec>& specs);
+// The same from the model's state tensors themselves.
+serialize::DecodeLimits decode_limits(const std::vector<torch::Tensor>& state);
+
 // `dict`'s tensors in the order of `specs`. A config error naming `source` lists every missing,
 // unexpected and mis-shaped key (with both shapes) when they do not match.
 std::vector<torch::Tensor> match_state(const StateDict& dict, const std::vector<StateSpec>& specs,

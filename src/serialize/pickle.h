@@ -72,13 +72,35 @@ const Value* find(const Value& dict, std::string_view key);
 // The same, a PickleError naming `what` when it is missing.
 const Value& at(const Value& dict, std::string_view key, std::string_view what);
 
+// A pickle stream of weights is some kilobytes (a checkpoint's, with its JSON record, some more);
+// a bigger one is refused before it is read.
+constexpr uint64_t kMaxPickleBytes = uint64_t{16} << 20;
+// A tensor has at most this many dimensions (PyTorch's own kernels take no more than 25).
+constexpr int64_t kMaxTensorDims = 64;
+
+// What one file may make the reader build, beyond the bounds above. A caller that knows the model
+// the file must fit sets them from it (model::decode_limits): then a small file cannot claim more
+// tensors, dimensions or storage bytes than the model's state, and a checkpoint's copies of it,
+// can need, however its stream repeats memoised objects.
+struct DecodeLimits {
+  int64_t tensors = int64_t{1} << 16;          // views rebuilt
+  int64_t dimensions = int64_t{1} << 18;       // their dimensions, summed
+  uint64_t storage_bytes = uint64_t{4} << 30;  // storages' bytes, summed, before any is read
+  // false: no storage is read at all, each stays a placeholder without bytes (a meta tensor), for
+  // a caller that reads only a checkpoint's record.
+  bool read_storages = true;
+};
+
 // A storage's bytes as a 1-D CPU tensor of `numel` elements of `dtype`, found by the record key
 // the stream names ("0", "1", ...).
 using StorageLoader =
     std::function<torch::Tensor(const std::string& key, at::ScalarType dtype, int64_t numel)>;
 
-// The object the stream builds. Each storage is loaded once, however many views name it.
-ValuePtr read_pickle(std::string_view bytes, const StorageLoader& load_storage);
+// The object the stream builds. Each storage is loaded once, however many views name it; views
+// and their dimensions are counted against `limits` (the storages' bytes are the loader's to
+// count).
+ValuePtr read_pickle(std::string_view bytes, const StorageLoader& load_storage,
+                     const DecodeLimits& limits = {});
 
 // The stream Python's pickler writes at protocol 2 for `root`. Every tensor becomes a view of a
 // storage of its own: `add_storage` receives it (contiguous, on the CPU) and returns its key.

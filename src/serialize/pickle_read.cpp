@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/terminal.h"
 #include "serialize/little_endian.h"
 #include "serialize/pickle.h"
 #include "serialize/pickle_ops.h"
@@ -159,6 +160,13 @@ int64_t signed_of(const std::string& raw) {
 
 std::vector<int64_t> ints_of(const Value& v, const char* what) {
   if (v.kind != Value::Kind::kTuple) throw PickleError(std::string(what) + " is not a tuple");
+  // Checked before anything is built: one memoised tuple of a million numbers, named by each of
+  // many views, would otherwise cost a million numbers each time.
+  if (static_cast<int64_t>(v.items.size()) > kMaxTensorDims) {
+    throw PickleError(std::string(what) + " of " + std::to_string(v.items.size()) +
+                      " dimensions, more than the " + std::to_string(kMaxTensorDims) +
+                      " a tensor may have");
+  }
   std::vector<int64_t> out;
   for (const auto& item : v.items) out.push_back(as_int(*item, what));
   return out;
@@ -244,7 +252,8 @@ std::string allowed_global(const std::string& module, const std::string& name) {
 // Python's unpickler, cut down to what PyTorch's files hold.
 class Machine {
  public:
-  explicit Machine(const StorageLoader& load_storage) : load_storage_(load_storage) {}
+  Machine(const StorageLoader& load_storage, const DecodeLimits& limits)
+      : load_storage_(load_storage), limits_(limits) {}
 
   ValuePtr run(std::string_view bytes) {
     Cursor cursor(bytes);
@@ -260,7 +269,8 @@ class Machine {
       try {
         step(op, arg);
       } catch (const PickleError& e) {
-        throw PickleError(std::string(e.what()) + " (opcode " + hex(op) + " at byte " +
+        // Its texts are the file's: printable, so that none reaches a terminal as a code.
+        throw PickleError(core::printable(e.what()) + " (opcode " + hex(op) + " at byte " +
                           std::to_string(at) + ")");
       }
     }
@@ -412,7 +422,9 @@ class Machine {
       case kLongBinGet: {
         const auto it = memo_.find(unsigned_of(arg));
         if (it == memo_.end()) throw PickleError("a memo entry that was never stored");
-        push(it->second);
+        // Counted as an object made: two bytes that name a memoised object again and again would
+        // otherwise fill containers without bound.
+        push(made(it->second));
         return true;
       }
       default:
@@ -433,6 +445,7 @@ class Machine {
       return made(dict({}, /*ordered=*/true));
     }
     if (callable.text == "torch._utils._rebuild_tensor_v2") {
+      count_view(*args);
       return made(tensor(rebuild_tensor(*args)));
     }
     if (callable.text == "torch._utils._rebuild_parameter" && !args->items.empty() &&
@@ -442,6 +455,24 @@ class Machine {
     throw PickleError("a call of " + callable.text +
                       ", which a PyTorch file of weights "
                       "does not hold");
+  }
+
+  // Each view costs its dimensions' sizes and strides: both are counted against the file's limits
+  // before it is built.
+  void count_view(const Value& args) {
+    const size_t dims = args.kind == Value::Kind::kTuple && args.items.size() >= 3 &&
+                                args.items[2]->kind == Value::Kind::kTuple
+                            ? args.items[2]->items.size()
+                            : 0;
+    if (++tensors_ > limits_.tensors) {
+      throw PickleError("more than " + std::to_string(limits_.tensors) +
+                        " tensors, more than the model's state can need");
+    }
+    dimensions_ += static_cast<int64_t>(std::min<size_t>(dims, kMaxTensorDims + 1));
+    if (dimensions_ > limits_.dimensions) {
+      throw PickleError("tensors of more than " + std::to_string(limits_.dimensions) +
+                        " dimensions in all, more than the model's state can need");
+    }
   }
 
   // BUILD sets an object's attributes; on a dict (an OrderedDict's `_metadata`) nothing here
@@ -494,16 +525,19 @@ class Machine {
   void set_items(const ValuePtr& dict, const std::vector<ValuePtr>& items) {
     if (items.size() % 2 != 0) throw PickleError("SETITEMS with an odd number of objects");
     adopt(*dict, items);
-    std::set<std::pair<int, std::string>>& keys = keys_of_[dict];
+    Keys& keys = keys_of_[dict];
     for (size_t i = 0; i < items.size(); i += 2) {
       const Value& key = *items[i];
-      if (key.kind == Value::Kind::kString || key.kind == Value::Kind::kInt) {
-        const auto id =
-            std::make_pair(static_cast<int>(key.kind),
-                           key.kind == Value::Kind::kInt ? std::to_string(key.integer) : key.text);
-        if (!keys.insert(id).second) {
-          throw PickleError("a dict that names " + id.second.substr(0, 200) + " twice");
-        }
+      // Views of the keys' own texts, never copies: one memoised megabyte named as the key of
+      // many dicts would otherwise cost a megabyte each time.
+      const bool repeated =
+          (key.kind == Value::Kind::kString && !keys.texts.insert(key.text).second) ||
+          (key.kind == Value::Kind::kInt && !keys.integers.insert(key.integer).second);
+      if (repeated) {
+        throw PickleError("a dict that names " +
+                          (key.kind == Value::Kind::kInt ? std::to_string(key.integer)
+                                                         : key.text.substr(0, 200)) +
+                          " twice");
       }
       dict->entries.emplace_back(items[i], items[i + 1]);
     }
@@ -540,14 +574,24 @@ class Machine {
     return items;
   }
 
+  // A dict's keys so far: its string keys' texts (alive as long as the dict holds them) and its
+  // integer keys.
+  struct Keys {
+    std::set<std::string_view> texts;
+    std::set<int64_t> integers;
+  };
+
   const StorageLoader& load_storage_;
+  const DecodeLimits limits_;
   std::vector<ValuePtr> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, ValuePtr> memo_;
   // Each dict's keys so far, to refuse a repeated one; held here, no dict is freed and its address
   // taken by another while the stream is read.
-  std::map<ValuePtr, std::set<std::pair<int, std::string>>> keys_of_;
+  std::map<ValuePtr, Keys> keys_of_;
   int64_t objects_ = 0;
+  int64_t tensors_ = 0;
+  int64_t dimensions_ = 0;
 };
 
 }  // namespace
@@ -565,7 +609,8 @@ at::ScalarType storage_dtype(const std::string& global) {
   return it->second;
 }
 
-ValuePtr read_pickle(std::string_view bytes, const StorageLoader& load_storage) {
+ValuePtr read_pickle(std::string_view bytes, const StorageLoader& load_storage,
+                     const DecodeLimits& limits) {
   std::map<std::string, torch::Tensor> loaded;
   StorageLoader once = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
     auto it = loaded.find(key);
@@ -575,7 +620,7 @@ ValuePtr read_pickle(std::string_view bytes, const StorageLoader& load_storage) 
     }
     return it->second;
   };
-  Machine machine(once);
+  Machine machine(once, limits);
   return machine.run(bytes);
 }
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "serialize/zip_reader.h"
+#include "core/terminal.h"
 
 namespace dptrain::serialize {
 
@@ -29,41 +29,76 @@ std::string encode_torch_file(const Value& root) {
   return bytes;
 }
 
-ValuePtr decode_torch_file(std::string_view bytes, std::shared_ptr<const void> owner) {
-  const ZipReader archive(bytes);
+namespace {
+
+// Counts the storages' bytes against the limit as each is named, before it is read.
+class StorageBudget {
+ public:
+  explicit StorageBudget(uint64_t limit) : left_(limit), limit_(limit) {}
+
+  void take(const std::string& name, uint64_t bytes) {
+    if (bytes > left_) {
+      throw PickleError("storage " + name + " of " + std::to_string(bytes) +
+                        " bytes makes the storages more than the " + std::to_string(limit_) +
+                        " bytes the model's state can need");
+    }
+    left_ -= bytes;
+  }
+
+ private:
+  uint64_t left_;
+  uint64_t limit_;
+};
+
+}  // namespace
+
+ValuePtr decode_torch_file(const ByteSource& source, const DecodeLimits& limits) {
+  const ZipReader archive(source);
   // torch.jit.save's archives (and LibTorch's torch::serialize ones) carry TorchScript code and
   // constants; loading them means compiling and running that code.
   for (const std::string& name : archive.names()) {
     if (name == "constants.pkl" || name.rfind("code/", 0) == 0) {
-      throw CodeArchiveError("a TorchScript archive (it holds " + name +
+      throw CodeArchiveError("a TorchScript archive (it holds " + core::printable(name) +
                              "), which carries code that loading it would run");
     }
   }
-  const std::string_view pickled = archive.record("data.pkl");
+  const uint64_t pickle_size = archive.size_of("data.pkl");
+  if (pickle_size > kMaxPickleBytes) {
+    throw PickleError("data.pkl of " + std::to_string(pickle_size) + " bytes, more than the " +
+                      std::to_string(kMaxPickleBytes) + " a file of weights needs");
+  }
+  const std::string pickled = archive.record("data.pkl");
+  StorageBudget budget(limits.storage_bytes);
   const auto load_storage = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
     const std::string name = "data/" + key;
-    const std::string_view data = archive.record(name);
+    const uint64_t size = archive.size_of(name);
     const auto element = static_cast<int64_t>(c10::elementSize(dtype));
     int64_t expected = 0;
     const bool overflow = __builtin_mul_overflow(numel, element, &expected);
-    if (overflow || static_cast<uint64_t>(expected) != data.size()) {
-      throw PickleError("record " + name + " holds " + std::to_string(data.size()) +
-                        " bytes where " + std::to_string(numel) + " elements of " +
-                        c10::toString(dtype) + " need " +
+    if (overflow || static_cast<uint64_t>(expected) != size) {
+      throw PickleError("record " + name + " holds " + std::to_string(size) + " bytes where " +
+                        std::to_string(numel) + " elements of " + c10::toString(dtype) + " need " +
                         (overflow ? std::string("more than 2^63") : std::to_string(expected)));
     }
     const auto options = torch::TensorOptions().dtype(dtype);
-    const auto address = reinterpret_cast<uintptr_t>(data.data());
-    if (owner && !data.empty() && address % static_cast<uintptr_t>(element) == 0) {
-      // Never written: every reader copies what it keeps (the mapping is read-only).
-      return torch::from_blob(
-          const_cast<char*>(data.data()), {numel}, [owner](void*) { (void)owner; }, options);
-    }
+    if (!limits.read_storages) return torch::empty({numel}, options.device(torch::kMeta));
+    budget.take(name, size);
     torch::Tensor storage = torch::empty({numel}, options);
-    if (!data.empty()) std::memcpy(storage.data_ptr(), data.data(), data.size());
+    archive.read_record(name, static_cast<char*>(storage.data_ptr()));
     return storage;
   };
-  return read_pickle(pickled, load_storage);
+  return read_pickle(pickled, load_storage, limits);
+}
+
+uint64_t largest_file_bytes(const DecodeLimits& limits) {
+  // PyTorch pads each record to 64 bytes in its local header's extra field; its names are short.
+  constexpr uint64_t kRecordOverhead = 4096;
+  return limits.storage_bytes + kMaxPickleBytes + kMaxDirectoryBytes +
+         static_cast<uint64_t>(limits.tensors + 4) * kRecordOverhead;
+}
+
+ValuePtr decode_torch_file(std::string_view bytes, const DecodeLimits& limits) {
+  return decode_torch_file(memory_source(bytes), limits);
 }
 
 }  // namespace dptrain::serialize

@@ -5,12 +5,12 @@
 // TorchScript importer, which would compile and run code that an archive carries.
 #pragma once
 
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "serialize/pickle.h"
+#include "serialize/zip_reader.h"
 
 namespace dptrain::serialize {
 
@@ -25,11 +25,16 @@ std::string encode_torch_file(const Value& root);
 
 // The object a torch.save file holds. Throws ArchiveError or PickleError saying what is wrong,
 // and CodeArchiveError for a TorchScript archive (torch.jit.save's, or a checkpoint of dptrain
-// before format 3), which is refused unread. Tensors are views of their storages (see pickle.h).
-// With an `owner` that keeps `bytes` alive (a mapped file), each storage whose bytes are aligned
-// for its type is the file's bytes themselves, read-only, held as long as a tensor uses it:
-// nothing is copied until a caller copies what it has checked. Without one (or misaligned), the
-// storages are copies, which add up to no more than the file: no two records overlap.
-ValuePtr decode_torch_file(std::string_view bytes, std::shared_ptr<const void> owner = nullptr);
+// before format 3), which is refused unread. Tensors are views of their storages (see pickle.h),
+// each storage read into memory of its own only once the storages named so far fit
+// `limits.storage_bytes` (judged from the directory, before any byte of it is read or checked), so
+// that a file claiming gigabytes costs no more than the model it must fit can need.
+ValuePtr decode_torch_file(const ByteSource& source, const DecodeLimits& limits = {});
+
+// The size of the largest torch.save file whose reading `limits` allow: its storages, its data.pkl
+// and directory at their most, and room for each record's header and padding. A bigger file is no
+// file of those weights, whatever it holds: it can be refused before any of it is read (or hashed).
+uint64_t largest_file_bytes(const DecodeLimits& limits);
+ValuePtr decode_torch_file(std::string_view bytes, const DecodeLimits& limits = {});
 
 }  // namespace dptrain::serialize

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
+#include "core/terminal.h"
 #include "serialize/little_endian.h"
 
 namespace dptrain::serialize {
@@ -19,91 +21,110 @@ constexpr uint32_t kZip64Locator = 0x07064b50;
 constexpr uint32_t kZip64EndOfDirectory = 0x06064b50;
 constexpr uint16_t kZip64Extra = 0x0001;
 constexpr uint32_t kMax32 = 0xffffffff;
-constexpr size_t kEndRecordSize = 22;
-constexpr size_t kMaxComment = 65535;
+constexpr uint64_t kEndRecordSize = 22;
+constexpr uint64_t kMaxComment = 65535;
+constexpr uint64_t kLocalHeaderSize = 30;
+constexpr uint64_t kDirectoryEntrySize = 46;
+constexpr uint64_t kZip64LocatorSize = 20;
+constexpr uint64_t kZip64EndSize = 56;
 
+// `what` may quote the file's record names: printable, so that none reaches a terminal as a code.
 [[noreturn]] void damaged(const std::string& what) {
-  throw ArchiveError("a damaged zip archive: " + what);
+  throw ArchiveError("a damaged zip archive: " + core::printable(what));
 }
 
-// Little-endian fields, every read checked against the end of the bytes.
-class Fields {
+// A piece of the file read into memory, addressed by the file's offsets; every field read is
+// checked against the piece's end.
+class Block {
  public:
-  explicit Fields(std::string_view bytes) : bytes_(bytes) {}
+  Block(const ByteSource& source, uint64_t offset, uint64_t length, const std::string& what)
+      : base_(offset) {
+    if (offset > source.size || source.size - offset < length) {
+      damaged(what + " past the end of the file");
+    }
+    bytes_.resize(length);
+    if (length > 0) source.read(offset, length, bytes_.data());
+  }
 
   uint64_t at(uint64_t offset, int width) const {
-    if (offset > bytes_.size() || bytes_.size() - offset < static_cast<uint64_t>(width)) {
-      damaged("a field past the end of the file");
-    }
-    return read_le(bytes_, offset, width);
+    const std::string_view field = span(offset, static_cast<uint64_t>(width), "a field");
+    return read_le(field, 0, width);
   }
 
-  std::string_view span(uint64_t offset, uint64_t length, const char* what) const {
-    if (offset > bytes_.size() || bytes_.size() - offset < length) {
-      damaged(std::string(what) + " past the end of the file");
+  std::string_view span(uint64_t offset, uint64_t length, const std::string& what) const {
+    if (offset < base_ || offset - base_ > bytes_.size() ||
+        bytes_.size() - (offset - base_) < length) {
+      damaged(what + " past the end of its part of the file");
     }
-    return bytes_.substr(offset, length);
+    return std::string_view(bytes_).substr(offset - base_, length);
   }
 
-  uint64_t size() const { return bytes_.size(); }
+  std::string_view bytes() const { return bytes_; }
 
  private:
-  std::string_view bytes_;
+  uint64_t base_;
+  std::string bytes_;
 };
 
-// What a file that does not open as a zip archive is, for a reader who gave the wrong file.
-[[noreturn]] void not_an_archive(std::string_view bytes) {
-  if (bytes.empty()) throw NotAnArchiveError("the file is empty (0 bytes)");
-  const std::string size = "(" + std::to_string(bytes.size()) + " bytes)";
-  if (bytes.substr(0, 2) == "PK") {
-    throw NotAnArchiveError("the file is cut short " + size +
+// What a file that does not open as a zip archive is, for a reader who gave the wrong file;
+// `head` is its first bytes (up to 512).
+[[noreturn]] void not_an_archive(std::string_view head, uint64_t size) {
+  if (size == 0) throw NotAnArchiveError("the file is empty (0 bytes)");
+  const std::string bytes = "(" + std::to_string(size) + " bytes)";
+  if (head.substr(0, 2) == "PK") {
+    throw NotAnArchiveError("the file is cut short " + bytes +
                             ": a zip archive whose end, its directory, is missing");
   }
   // Python's pickle protocol 2 opens with 0x80 0x02: torch.save's format before PyTorch 1.6.
-  if (static_cast<uint8_t>(bytes[0]) == 0x80) {
+  if (static_cast<uint8_t>(head[0]) == 0x80) {
     throw NotAnArchiveError(
         "a torch.save file in the format before PyTorch 1.6 (a bare pickle), "
         "which dptrain does not read");
   }
-  const bool text =
-      std::all_of(bytes.begin(), bytes.begin() + std::min<size_t>(bytes.size(), 512), [](char c) {
-        return c == '\n' || c == '\r' || c == '\t' || (static_cast<uint8_t>(c) >= 0x20);
-      });
-  throw NotAnArchiveError(std::string(text ? "a text file " : "not a zip archive ") + size +
+  const bool text = std::all_of(head.begin(), head.end(), [](char c) {
+    return c == '\n' || c == '\r' || c == '\t' || (static_cast<uint8_t>(c) >= 0x20);
+  });
+  throw NotAnArchiveError(std::string(text ? "a text file " : "not a zip archive ") + bytes +
                           ", where torch.save writes a zip archive");
 }
 
 struct Directory {
   uint64_t offset = 0;
+  uint64_t size = 0;
   uint64_t entries = 0;
 };
 
 // From the end-of-directory record (zip64's where it points on), searched backwards past a
-// comment of up to 64 KB.
-Directory find_directory(const Fields& f, std::string_view bytes) {
-  if (bytes.substr(0, 4) != std::string_view("PK\x03\x04", 4) || f.size() < kEndRecordSize) {
-    not_an_archive(bytes);
+// comment of up to 64 KB: only the file's last 64 KB are read for it.
+Directory find_directory(const ByteSource& source) {
+  const Block head(source, 0, std::min<uint64_t>(source.size, 512), "the file's start");
+  if (head.bytes().substr(0, 4) != std::string_view("PK\x03\x04", 4) ||
+      source.size < kEndRecordSize) {
+    not_an_archive(head.bytes(), source.size);
   }
-  const uint64_t lowest =
-      f.size() > kEndRecordSize + kMaxComment ? f.size() - kEndRecordSize - kMaxComment : 0;
-  for (uint64_t at = f.size() - kEndRecordSize;; --at) {
-    if (f.at(at, 4) == kEndOfDirectory) {
-      Directory d{f.at(at + 16, 4), f.at(at + 10, 2)};
-      if (d.offset == kMax32 || d.entries == 0xffff) {
-        if (at < 20 || f.at(at - 20, 4) != kZip64Locator) damaged("no zip64 locator");
-        const uint64_t end64 = f.at(at - 20 + 8, 8);
-        if (f.at(end64, 4) != kZip64EndOfDirectory) damaged("no zip64 directory end");
-        d = {f.at(end64 + 48, 8), f.at(end64 + 32, 8)};
+  const uint64_t lowest = source.size - std::min(source.size, kEndRecordSize + kMaxComment);
+  const Block tail(source, lowest, source.size - lowest, "the file's end");
+  for (uint64_t at = source.size - kEndRecordSize;; --at) {
+    if (tail.at(at, 4) == kEndOfDirectory) {
+      Directory d{tail.at(at + 16, 4), tail.at(at + 12, 4), tail.at(at + 10, 2)};
+      if (d.offset == kMax32 || d.size == kMax32 || d.entries == 0xffff) {
+        if (at < kZip64LocatorSize) damaged("no zip64 locator");
+        const Block locator(source, at - kZip64LocatorSize, kZip64LocatorSize, "the zip64 locator");
+        if (locator.at(at - kZip64LocatorSize, 4) != kZip64Locator) damaged("no zip64 locator");
+        const uint64_t end64 = locator.at(at - kZip64LocatorSize + 8, 8);
+        const Block end(source, end64, kZip64EndSize, "the zip64 directory end");
+        if (end.at(end64, 4) != kZip64EndOfDirectory) damaged("no zip64 directory end");
+        d = {end.at(end64 + 48, 8), end.at(end64 + 40, 8), end.at(end64 + 32, 8)};
       }
       return d;
     }
-    if (at == lowest) not_an_archive(bytes);
+    if (at == lowest) not_an_archive(head.bytes(), source.size);
   }
 }
 
 // The zip64 extra field's 8-byte values replace, in order, those of the 32-bit fields that are
 // 0xffffffff.
-void read_zip64_extra(const Fields& f, uint64_t extra, uint64_t extra_length, uint64_t& usize,
+void read_zip64_extra(const Block& f, uint64_t extra, uint64_t extra_length, uint64_t& usize,
                       uint64_t& csize, uint64_t& offset) {
   for (uint64_t at = extra; at + 4 <= extra + extra_length;) {
     const uint64_t id = f.at(at, 2);
@@ -123,7 +144,7 @@ void read_zip64_extra(const Fields& f, uint64_t extra, uint64_t extra_length, ui
 }
 
 // One central-directory entry at `at`; `at` moves past it.
-ZipReader::Entry read_entry(const Fields& f, uint64_t& at) {
+ZipReader::Entry read_entry(const Block& f, uint64_t& at) {
   if (f.at(at, 4) != kDirectoryEntry) damaged("a broken central directory");
   const uint64_t flags = f.at(at + 8, 2);
   const uint64_t method = f.at(at + 10, 2);
@@ -145,16 +166,19 @@ ZipReader::Entry read_entry(const Fields& f, uint64_t& at) {
 
 // Where the record's bytes begin, past its local header, whose name must be the directory's (a
 // directory whose entries point at one record under many names would make one record count
-// many times).
-uint64_t data_offset(const Fields& f, const ZipReader::Entry& e, const std::string& full_name) {
-  if (f.at(e.local_header, 4) != kLocalHeader) damaged("record " + full_name + " has no header");
-  const uint64_t name_length = f.at(e.local_header + 26, 2);
-  const uint64_t extra_length = f.at(e.local_header + 28, 2);
-  if (f.span(e.local_header + 30, name_length, "a record name") != full_name) {
-    damaged("record " + full_name + " has another name in its own header");
+// many times). Only the header is read; the bytes must lie inside the file.
+uint64_t data_offset(const ByteSource& source, const ZipReader::Entry& e) {
+  const std::string what = "record " + e.name + "'s header";
+  const Block header(source, e.local_header, kLocalHeaderSize, what);
+  if (header.at(e.local_header, 4) != kLocalHeader) damaged("record " + e.name + " has no header");
+  const uint64_t name_length = header.at(e.local_header + 26, 2);
+  const uint64_t extra_length = header.at(e.local_header + 28, 2);
+  const Block name(source, e.local_header + kLocalHeaderSize, name_length, what);
+  if (name.bytes() != e.name) damaged("record " + e.name + " has another name in its own header");
+  const uint64_t data = e.local_header + kLocalHeaderSize + name_length + extra_length;
+  if (data > source.size || source.size - data < e.size) {
+    damaged("record " + e.name + " past the end of the file");
   }
-  const uint64_t data = e.local_header + 30 + name_length + extra_length;
-  f.span(data, e.size, ("record " + full_name).c_str());  // inside the file
   return data;
 }
 
@@ -166,36 +190,34 @@ void check_disjoint(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
   }
 }
 
-// The record's bytes, checked against its CRC-32.
-std::string_view record_data(const Fields& f, const ZipReader::Entry& e) {
-  // Stored records only: an inflated one could grow to any size its header claims.
-  if (!e.stored) damaged("record " + e.name + " is compressed or encrypted");
-  const std::string_view bytes = f.span(e.data, e.size, ("record " + e.name).c_str());
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < bytes.size();) {  // zlib takes at most 4 GB at a time
-    const auto chunk = static_cast<uInt>(std::min<size_t>(bytes.size() - done, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + done), chunk);
-    done += chunk;
-  }
-  if (static_cast<uint32_t>(crc) != e.crc) {
-    damaged("record " + e.name + " does not match its checksum");
-  }
-  return bytes;
-}
-
 }  // namespace
 
-ZipReader::ZipReader(std::string_view bytes) : bytes_(bytes) {
-  const Fields f(bytes);
-  const Directory d = find_directory(f, bytes);
+ByteSource memory_source(std::string_view bytes) {
+  return {bytes.size(), [bytes](uint64_t offset, size_t length, char* out) {
+            std::memcpy(out, bytes.data() + offset, length);
+          }};
+}
+
+ByteSource file_source(const core::ReadOnlyFile& file) {
+  return {file.size(),
+          [&file](uint64_t offset, size_t length, char* out) { file.read(offset, length, out); }};
+}
+
+ZipReader::ZipReader(ByteSource source) : source_(std::move(source)) {
+  const Directory d = find_directory(source_);
+  if (d.size > kMaxDirectoryBytes) {
+    damaged("a central directory of " + std::to_string(d.size) + " bytes, more than the " +
+            std::to_string(kMaxDirectoryBytes) + " a file of weights needs");
+  }
   // Each entry takes at least 46 bytes: a count beyond that is a lie, refused before the loop.
-  if (d.entries > f.size() / 46) damaged("more records than the file can hold");
+  if (d.entries > d.size / kDirectoryEntrySize) damaged("more records than its directory holds");
+  const Block directory(source_, d.offset, d.size, "the central directory");
   std::string folder;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   uint64_t at = d.offset;
   for (uint64_t i = 0; i < d.entries; ++i) {
-    Entry e = read_entry(f, at);
-    e.data = data_offset(f, e, e.name);
+    Entry e = read_entry(directory, at);
+    e.data = data_offset(source_, e);
     ranges.emplace_back(e.local_header, e.data + e.size);
     // LibTorch names records under one top folder ("archive/data.pkl") and drops it when reading.
     const size_t slash = e.name.find('/');
@@ -216,10 +238,33 @@ std::vector<std::string> ZipReader::names() const {
   return out;
 }
 
-std::string_view ZipReader::record(const std::string& name) const {
+const ZipReader::Entry& ZipReader::entry(const std::string& name) const {
   const auto it = entries_.find(name);
-  if (it == entries_.end()) throw ArchiveError("no record " + name + " in the archive");
-  return record_data(Fields(bytes_), it->second);
+  if (it == entries_.end())
+    throw ArchiveError("no record " + core::printable(name) + " in the archive");
+  return it->second;
+}
+
+std::string ZipReader::record(const std::string& name) const {
+  std::string bytes(entry(name).size, '\0');
+  read_record(name, bytes.data());
+  return bytes;
+}
+
+void ZipReader::read_record(const std::string& name, char* out) const {
+  const Entry& e = entry(name);
+  // Stored records only: an inflated one could grow to any size its header claims.
+  if (!e.stored) damaged("record " + e.name + " is compressed or encrypted");
+  if (e.size > 0) source_.read(e.data, e.size, out);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (uint64_t done = 0; done < e.size;) {  // zlib takes at most 4 GB at a time
+    const auto chunk = static_cast<uInt>(std::min<uint64_t>(e.size - done, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(out + done), chunk);
+    done += chunk;
+  }
+  if (static_cast<uint32_t>(crc) != e.crc) {
+    damaged("record " + e.name + " does not match its checksum");
+  }
 }
 
 }  // namespace dptrain::serialize

@@ -1,18 +1,23 @@
 // The zip archive that torch.save and LibTorch's writer make (stored records under one top folder),
-// read in place by code of our own that trusts nothing in it: LibTorch's reader checks no CRCs,
-// inflates a record to whatever size its header declares, and hands TorchScript archives to a
-// compiler. Here the directory is read first: names appear once, lie in one top folder and match
-// their records' own headers, and no two records share a byte of the file (so the records' sizes
-// add up to less than the file's). A record read must be stored, never compressed (so nothing
-// grows beyond the file), and match its CRC-32.
+// read piece by piece by code of our own that trusts nothing in it: LibTorch's reader checks no
+// CRCs, inflates a record to whatever size its header declares, and hands TorchScript archives to
+// a compiler. Here the directory is read first (at most kMaxDirectoryBytes of it): names appear
+// once, lie in one top folder and match their records' own headers, and no two records share a
+// byte of the file (so the records' sizes add up to less than the file's). A record's size is known
+// before any of its bytes are read, so that a caller can refuse one larger than it can need; a
+// record read must be stored, never compressed (so nothing grows beyond the file), and match its
+// CRC-32.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/fs.h"
 
 namespace dptrain::serialize {
 
@@ -30,16 +35,40 @@ class NotAnArchiveError : public ArchiveError {
   using ArchiveError::ArchiveError;
 };
 
+// Where an archive's bytes come from: a file read with checked reads (so a sparse file costs what
+// is read, and one that shrinks while it is read is an error, where a mapping of it would end the
+// process with SIGBUS), or bytes in memory.
+struct ByteSource {
+  uint64_t size = 0;
+  // Fills `out` with the `length` bytes at `offset`; the reader asks only within `size`.
+  std::function<void(uint64_t offset, size_t length, char* out)> read;
+};
+
+// `bytes` as a source; they must outlive it.
+ByteSource memory_source(std::string_view bytes);
+// A file as a source, read as it is asked for; it must outlive the source.
+ByteSource file_source(const core::ReadOnlyFile& file);
+
+// The central directory of a file of weights names some hundreds of records; a bigger one is
+// refused before it is read.
+constexpr uint64_t kMaxDirectoryBytes = uint64_t{16} << 20;
+
 class ZipReader {
  public:
-  // Reads the central directory; `bytes` must outlive the reader.
-  explicit ZipReader(std::string_view bytes);
+  // Reads the central directory and each record's header, nothing else.
+  explicit ZipReader(ByteSource source);
+  // The same over bytes in memory, which must outlive the reader.
+  explicit ZipReader(std::string_view bytes) : ZipReader(memory_source(bytes)) {}
 
   // Record names without the archive's top folder ("data.pkl", "data/0"), as LibTorch names them.
   std::vector<std::string> names() const;
   bool has(const std::string& name) const { return entries_.count(name) != 0; }
+  // A record's size as the directory gives it, with nothing read; ArchiveError when there is none.
+  uint64_t size_of(const std::string& name) const { return entry(name).size; }
   // A record's bytes, checked as above; ArchiveError when there is none of that name or it fails.
-  std::string_view record(const std::string& name) const;
+  std::string record(const std::string& name) const;
+  // The same into `out`, which holds size_of(name) bytes.
+  void read_record(const std::string& name, char* out) const;
 
   // A record as the central directory describes it.
   struct Entry {
@@ -52,7 +81,9 @@ class ZipReader {
   };
 
  private:
-  std::string_view bytes_;
+  const Entry& entry(const std::string& name) const;
+
+  ByteSource source_;
   std::map<std::string, Entry> entries_;
 };
 

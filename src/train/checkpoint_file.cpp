@@ -4,11 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "config/json_text.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/terminal.h"
+#include "model/state_dict.h"
 #include "optim/optimizer_state.h"
 #include "parallel/zero_optimizer.h"
 #include "serialize/torch_file.h"
@@ -92,9 +95,9 @@ void check_model(const std::filesystem::path& path, const json& record,
   const auto built = shapes_of(params);
   if (model == config.model.name && saved == built) return;
   throw Error(ErrorCode::kConfig,
-              path.string() + ": the checkpoint holds model \"" + model + "\" with parameters " +
-                  joined(saved) + ", but the config builds \"" + config.model.name + "\" with " +
-                  joined(built),
+              path.string() + ": the checkpoint holds model \"" + core::printable(model) +
+                  "\" with parameters " + core::printable(joined(saved)) +
+                  ", but the config builds \"" + config.model.name + "\" with " + joined(built),
               "resume with the experiment that wrote it (its config is in the checkpoint's "
               "run folder, config.json), or start a new run without --resume");
 }
@@ -162,7 +165,30 @@ void check_shapes(const std::vector<torch::Tensor>& values,
   }
 }
 
-// The CPU generator's state, checked to be one the generator takes.
+// Where a CPU generator's state (ATen's CPUGeneratorImplState, whose legacy part is TH's
+// THGeneratorState, laid out alike in LibTorch 1.13 and 2.x) keeps its Mersenne Twister's
+// position: `left` (an int at byte 8) draws until it regenerates its 624 words, whether it was
+// `seeded` (an int at byte 12), and the word `next` (a uint64 at byte 16) to read next. LibTorch
+// checks each on its own, not whether they agree.
+constexpr size_t kLeftAt = 8;
+constexpr size_t kSeededAt = 12;
+constexpr size_t kNextAt = 16;
+constexpr int64_t kMersenneWords = 624;
+
+// Whether a draw from this position stays within the 624 words: each one before the regeneration
+// reads word `next` and moves on, so next + left - 2 must be a word (left = 1, next = 0 is a fresh
+// seed's; left + next = 625 any later one's).
+bool mersenne_position_valid(const torch::Tensor& state) {
+  int32_t left = 0, seeded = 0;
+  uint64_t next = 0;
+  std::memcpy(&left, state.data_ptr<uint8_t>() + kLeftAt, sizeof left);
+  std::memcpy(&seeded, state.data_ptr<uint8_t>() + kSeededAt, sizeof seeded);
+  std::memcpy(&next, state.data_ptr<uint8_t>() + kNextAt, sizeof next);
+  return seeded == 1 && left >= 1 && left <= kMersenneWords &&
+         next <= static_cast<uint64_t>(kMersenneWords + 1 - left);
+}
+
+// The CPU generator's state, checked to be one the generator takes and can draw from.
 torch::Tensor generator_state(const Value& root) {
   const torch::Tensor& rng = serialize::as_tensor(serialize::at(root, "cpu_rng", "the checkpoint"),
                                                   "the checkpoint's cpu_rng");
@@ -170,7 +196,14 @@ torch::Tensor generator_state(const Value& root) {
   if (rng.scalar_type() != torch::kByte || rng.sizes() != now.sizes()) {
     throw std::runtime_error("the checkpoint's cpu_rng is no CPU generator state");
   }
-  return rng.clone();
+  torch::Tensor state = rng.contiguous().clone();
+  if (!mersenne_position_valid(state)) {
+    throw std::runtime_error(
+        "the checkpoint's cpu_rng is at a position its generator cannot draw from");
+  }
+  // Whatever else LibTorch refuses in a state, refused here, before anything has been applied.
+  at::detail::createCPUGenerator().set_state(state);
+  return state;
 }
 
 // A decoded checkpoint: the torch.save file's object and its JSON record.
@@ -206,12 +239,14 @@ json record_of(const std::filesystem::path& path, const Value& root, int oldest 
   }
 }
 
-// Decodes `file` (whose bytes the returned root's tensors may alias, kept alive with it).
-Opened open_checkpoint(const std::filesystem::path& path,
-                       const std::shared_ptr<const core::MappedFile>& file) {
+// Decodes `file`, building no more than `limits` allow.
+Opened open_checkpoint(const std::filesystem::path& path, const core::ReadOnlyFile& file,
+                       const serialize::DecodeLimits& limits) {
   Opened opened;
   try {
-    opened.root = serialize::decode_torch_file(file->bytes(), file);
+    opened.root = serialize::decode_torch_file(serialize::file_source(file), limits);
+  } catch (const core::Error&) {
+    throw;  // the file could not be read (it shrank meanwhile): its own message names it
   } catch (const serialize::CodeArchiveError& e) {
     refuse(path, e.what(),
            "dptrain no longer opens TorchScript archives, which is what checkpoints of format 1 "
@@ -226,9 +261,11 @@ Opened open_checkpoint(const std::filesystem::path& path,
   return opened;
 }
 
-// A file that is not mapped yet, for the functions taking a path.
-std::shared_ptr<const core::MappedFile> mapped(const std::filesystem::path& path) {
-  return std::make_shared<const core::MappedFile>(path);
+// What reading a checkpoint's record alone may build: its storages are never read.
+serialize::DecodeLimits record_only() {
+  serialize::DecodeLimits limits;
+  limits.read_storages = false;
+  return limits;
 }
 
 }  // namespace
@@ -277,8 +314,8 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
 
 std::optional<std::string> checkpoint_config_text(const std::filesystem::path& path) {
   try {
-    const auto file = mapped(path);
-    const ValuePtr root = serialize::decode_torch_file(file->bytes(), file);
+    const core::ReadOnlyFile file(path);
+    const ValuePtr root = serialize::decode_torch_file(serialize::file_source(file), record_only());
     if (serialize::find(*root, kFormatKey) == nullptr) return std::nullopt;
     return record_of(path, *root, kOldestWeightsFormat).at("config").dump();
   } catch (const std::exception&) {
@@ -303,7 +340,7 @@ std::optional<CheckpointWeights> checkpoint_weights(const std::filesystem::path&
 }
 
 std::string checkpoint_run_id(const std::filesystem::path& path) {
-  const Opened opened = open_checkpoint(path, mapped(path));
+  const Opened opened = open_checkpoint(path, core::ReadOnlyFile(path), record_only());
   try {
     return opened.record.at("run_id").get<std::string>();
   } catch (const json::exception& e) {
@@ -314,26 +351,30 @@ std::string checkpoint_run_id(const std::filesystem::path& path) {
 
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
                          parallel::Backend& backend, torch::optim::Optimizer& optimizer) {
-  return read_checkpoint(path, mapped(path), config, backend, optimizer);
+  return read_checkpoint(path, std::make_shared<const core::ReadOnlyFile>(path), config, backend,
+                         optimizer);
 }
 
 Progress read_checkpoint(const std::filesystem::path& path,
-                         const std::shared_ptr<const core::MappedFile>& file,
+                         const std::shared_ptr<const core::ReadOnlyFile>& file,
                          const config::Config& config, parallel::Backend& backend,
                          torch::optim::Optimizer& optimizer) {
-  const Opened opened = open_checkpoint(path, file);
-  const Value& root = *opened.root;
   const std::vector<torch::Tensor> params = backend.parameters();
   const std::vector<torch::Tensor> state = model_state(backend);
+  // The record first, with no storage read: a checkpoint of another model is named as such, not
+  // refused by the bounds that this model sets on what the file may hold.
+  const json record = open_checkpoint(path, *file, record_only()).record;
   Progress p;
   try {  // the whole record is read before anything is loaded, so a damaged one changes nothing
-    check_model(path, opened.record, config, params);
-    warn_about_changes(path, opened.record.at("config"), config);
-    p = progress_of(opened.record);
+    check_model(path, record, config, params);
+    warn_about_changes(path, record.at("config"), config);
+    p = progress_of(record);
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
                 kDamagedHint);
   }
+  const Opened opened = open_checkpoint(path, *file, model::decode_limits(state));
+  const Value& root = *opened.root;
 
   // The tensors too, and the optimizer's state: all checked before anything changes.
   auto* zero = dynamic_cast<parallel::ZeroOptimizer*>(&optimizer);

@@ -56,9 +56,9 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
 // optim/optimizer_state.h).
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,
                          parallel::Backend& backend, torch::optim::Optimizer& optimizer);
-// The same from `file`, already mapped (the bytes every rank agreed on); `path` names it.
+// The same from `file`, already open (the bytes every rank agreed on); `path` names it.
 Progress read_checkpoint(const std::filesystem::path& path,
-                         const std::shared_ptr<const core::MappedFile>& file,
+                         const std::shared_ptr<const core::ReadOnlyFile>& file,
                          const config::Config& config, parallel::Backend& backend,
                          torch::optim::Optimizer& optimizer);
 

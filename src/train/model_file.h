@@ -16,9 +16,10 @@ namespace dptrain::train {
 // model (see model::match_state).
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::vector<model::StateSpec>& specs);
-// The same from `file`, already mapped (the bytes every rank agreed on); `path` names it.
+// The same from `file`, already open (the bytes every rank agreed on); `path` names it. What the
+// file may make its reader build is bounded by `specs` (model::decode_limits).
 std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
-                                           const std::shared_ptr<const core::MappedFile>& file,
+                                           const std::shared_ptr<const core::ReadOnlyFile>& file,
                                            const std::vector<model::StateSpec>& specs);
 
 }  // namespace dptrain::train

@@ -1,5 +1,7 @@
 #include "train/start_file.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/sha256.h"
 
@@ -10,11 +12,24 @@ constexpr char kNone = '-';    // rank 0 chose no file
 constexpr char kFile = '=';    // rank 0 chose the file that follows
 constexpr char kFailed = '!';  // a digest could not be taken: why follows
 
+// The file's SHA-256, read a piece at a time.
+core::Sha256Digest digest_of(const core::ReadOnlyFile& file) {
+  core::Sha256 sha;
+  std::string piece(size_t{1} << 20, '\0');
+  for (uint64_t at = 0; at < file.size();) {
+    const size_t length = static_cast<size_t>(std::min<uint64_t>(piece.size(), file.size() - at));
+    file.read(at, length, piece.data());
+    sha.update(std::string_view(piece).substr(0, length));
+    at += length;
+  }
+  return sha.finish();
+}
+
 }  // namespace
 
 std::optional<StartFile> agree_on_start_file(parallel::Backend& backend, const std::string& key,
                                              const std::optional<std::filesystem::path>& choice,
-                                             const std::string& what) {
+                                             const std::string& what, uint64_t max_bytes) {
   const bool first = backend.rank() == 0;
   const std::string mine = first ? (choice ? kFile + choice->string() : std::string(1, kNone)) : "";
   const std::string decided = backend.all_gather_text("start/" + key + "/path", mine).at(0);
@@ -22,9 +37,16 @@ std::optional<StartFile> agree_on_start_file(parallel::Backend& backend, const s
   StartFile start{decided.substr(1), nullptr};
   std::string digest;
   try {
-    start.file = std::make_shared<const core::MappedFile>(start.path);
+    start.file = std::make_shared<const core::ReadOnlyFile>(start.path);
+    if (start.file->size() > max_bytes) {
+      throw core::Error(core::ErrorCode::kIo,
+                        start.path.string() + ": " + std::to_string(start.file->size()) +
+                            " bytes, more than any file of this model's weights can take (" +
+                            std::to_string(max_bytes) + ")",
+                        "give a checkpoint or model.pt of a run of this model");
+    }
     // One process needs no proof that it agrees with itself.
-    if (backend.world_size() > 1) digest = core::hex(core::sha256(start.file->bytes()));
+    if (backend.world_size() > 1) digest = core::hex(digest_of(*start.file));
   } catch (const core::Error& e) {
     digest = kFailed + std::string(e.what());
   }

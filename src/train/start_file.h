@@ -16,15 +16,16 @@ namespace dptrain::train {
 
 struct StartFile {
   std::filesystem::path path;
-  std::shared_ptr<const core::MappedFile> file;  // its bytes, as every rank checked them
+  std::shared_ptr<const core::ReadOnlyFile> file;  // open, its bytes as every rank checked them
 };
 
 // Rank 0's `choice` (ignored on the other ranks), made every rank's. `key` names the exchange in
 // the store ("resume", "init"); `what` the file in errors ("the checkpoint to resume"). An I/O
-// error on every rank, naming the rank and the file, when a rank cannot read it or reads bytes
-// other than rank 0's (their SHA-256s differ).
+// error on every rank, naming the rank and the file, when a rank cannot read it, finds it larger
+// than `max_bytes` (what any file of the model's weights can take: refused before it is hashed),
+// or reads bytes other than rank 0's (their SHA-256s differ).
 std::optional<StartFile> agree_on_start_file(parallel::Backend& backend, const std::string& key,
                                              const std::optional<std::filesystem::path>& choice,
-                                             const std::string& what);
+                                             const std::string& what, uint64_t max_bytes);
 
 }  // namespace dptrain::train

@@ -19,6 +19,7 @@
 #include "model/state_dict.h"
 #include "parallel/devices.h"
 #include "parallel/zero_optimizer.h"
+#include "serialize/torch_file.h"
 #include "train/checkpoint.h"
 #include "train/console_log.h"
 #include "train/early_stopping.h"
@@ -285,11 +286,12 @@ class RunLoop {
   // Where the run begins: rank 0's checkpoint to resume, or else its weights to start from, each
   // read by every rank after checking that they all hold its bytes (train/start_file.h).
   void begin() {
-    if (const auto checkpoint =
-            agree_on_start_file(*s_.backend, "resume", begun_.resume, "the checkpoint to resume")) {
+    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs));
+    if (const auto checkpoint = agree_on_start_file(*s_.backend, "resume", begun_.resume,
+                                                    "the checkpoint to resume", largest)) {
       resume_from(*checkpoint);
     } else if (const auto weights = agree_on_start_file(*s_.backend, "init", begun_.init_from,
-                                                        "the weights to start from")) {
+                                                        "the weights to start from", largest)) {
       copy_into_model(*s_.backend, read_model_file(weights->path, weights->file, s_.state_specs));
       spdlog::info("initial weights from {}", weights->path.string());
     }

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
+#include "serialize/little_endian.h"
 #include "support/fixtures.h"
 #include "support/skip.h"
+#include "support/torch_archives.h"
 
 using namespace dptrain;
 using namespace dptrain::testing;
@@ -32,6 +34,68 @@ void write_pgm(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+TEST_CASE(
+    "a model file whose storage claims 1.5 GB over a hole is refused unread through evaluate, "
+    "predict, --init-from, --resume FILE and --resume auto, and its names reach the terminal "
+    "escaped",
+    "[cli][security]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 40, 20);
+  write_pgm(dir / "image.pgm");
+  // {"0.weight\x1b]0;pwned\x07": a view of `numel` floats of storage "0"}.
+  const auto text = [](const std::string& t) {
+    std::string out = "X";
+    serialize::append_le(out, t.size(), 4);
+    return out + t;
+  };
+  const auto int32 = [](int64_t v) {
+    std::string out = "J";
+    serialize::append_le(out, static_cast<uint64_t>(v), 4);
+    return out;
+  };
+  const auto state_dict = [&](int64_t numel) {
+    return std::string("\x80\x02}(", 4) + text("0.weight\x1b]0;pwned\x07") +
+           "ctorch._utils\n_rebuild_tensor_v2\n((" + text("storage") + "ctorch\nFloatStorage\n" +
+           text("0") + text("cpu") + int32(numel) + "tQ" + int32(0) + "(" + int32(numel) +
+           "t(K\x01ttRu.";
+  };
+  const std::string pickle = state_dict(int64_t{1} << 28);  // 1 GiB of floats, over a hole
+  const auto sparse = dir / "sparse.pt";
+  write_stored_zip(sparse, {{"data.pkl", pickle, 0}, {"data/0", "", uint64_t{1} << 30}});
+  const auto auto_run = dir / "auto";
+  std::filesystem::create_directories(auto_run / "checkpoints");
+  write_stored_zip(auto_run / "checkpoints" / "epoch-0001.pt",  // a copy would fill the hole
+                   {{"data.pkl", pickle, 0}, {"data/0", "", uint64_t{1} << 30}});
+  const std::string run = tiny_run(dir);
+  const std::vector<std::pair<std::string, std::string>> paths = {
+      {"evaluate --model " + sparse.string() + run, "storage data/0 of 1073741824 bytes makes"},
+      {"predict --model " + sparse.string() + " " + (dir / "image.pgm").string(),
+       "storage data/0 of 1073741824 bytes makes"},
+      {"train --init-from " + sparse.string() + run + " --output " + (dir / "init").string(),
+       "bytes, more than any file of this model's weights can take"},
+      // Checked first as a checkpoint, by its record alone: it has none.
+      {"train --resume " + sparse.string() + run + " --output " + (dir / "resume").string(),
+       "sparse.pt: not a readable dptrain checkpoint: a torch.save file without dptrain's record"},
+      {"train --resume auto" + run + " --output " + auto_run.string(), "epoch-0001.pt: "},
+  };
+  for (const auto& [args, says] : paths) {
+    INFO(args);
+    const auto r = run_dptrain(args);
+    INFO(r.err);
+    CHECK(r.status == 5);
+    CHECK_THAT(r.err, ContainsSubstring(says));
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+  }
+  // The same file with a storage that fits: the key reaches the terminal escaped.
+  write_stored_zip(sparse, {{"data.pkl", state_dict(1), 0}, {"data/0", std::string(4, '\0'), 0}});
+  const auto named = run_dptrain("evaluate --model " + sparse.string() + run);
+  INFO(named.err);
+  CHECK(named.status == 3);  // the model's own keys are missing: a config error
+  CHECK_THAT(named.err, ContainsSubstring("unexpected 0.weight\\x1b]0;pwned\\x07 [1]"));
+  CHECK(named.err.find('\x1b') == std::string::npos);
+}
 
 TEST_CASE(
     "a TorchScript archive that runs code when loaded runs nothing through evaluate, predict, "

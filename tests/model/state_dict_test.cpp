@@ -151,7 +151,7 @@ TEST_CASE("damaged state_dict files are errors that say what is wrong", "[model]
       records.append(static_cast<const char*>(data), size);
       return size;
     });
-    const std::string_view pkl = reader.record("data.pkl");
+    const std::string pkl = reader.record("data.pkl");
     writer.writeRecord("data.pkl", pkl.data(), pkl.size());
     const float three[3] = {1, 1, 1};
     writer.writeRecord("data/0", three, sizeof three);

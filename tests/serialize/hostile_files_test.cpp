@@ -56,6 +56,41 @@ std::string png(uint32_t width, uint32_t height, const std::string& idat) {
          chunk("IEND", "");
 }
 
+// A PNG of this size, bit depth and colour type whose chunks are `chunks` after its IHDR.
+std::string png_of(uint32_t width, uint32_t height, uint8_t depth, uint8_t color,
+                   const std::string& chunks) {
+  const std::string header = big_endian(width) + big_endian(height) +
+                             std::string{static_cast<char>(depth), static_cast<char>(color)} +
+                             std::string("\0\0\0", 3);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", header) + chunks + chunk("IEND", "");
+}
+
+// `size` zero bytes, deflated a mebibyte at a time (so that a gigabyte costs no gigabyte here).
+std::string zlib_of_zeros_streamed(uint64_t size) {
+  z_stream z{};
+  deflateInit(&z, 9);
+  const std::string zeros(size_t{1} << 20, '\0');
+  std::string out;
+  char buffer[1 << 16];
+  for (uint64_t left = size;;) {
+    const size_t now = static_cast<size_t>(std::min<uint64_t>(left, zeros.size()));
+    left -= now;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+    z.avail_in = static_cast<uInt>(now);
+    const int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
+    int status = Z_OK;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buffer);
+      z.avail_out = sizeof buffer;
+      status = deflate(&z, flush);
+      out.append(buffer, sizeof buffer - z.avail_out);
+    } while (z.avail_out == 0);
+    if (left == 0 && status == Z_STREAM_END) break;
+  }
+  deflateEnd(&z);
+  return out;
+}
+
 // `size` zero bytes, deflated: 1 KB of it holds about a megabyte.
 std::string zlib_of_zeros(size_t size) {
   const std::string zeros(size, '\0');
@@ -153,11 +188,11 @@ TEST_CASE("a pickle of millions of objects is refused once it passes 2^18, withi
   const std::string nones = stream(std::string(3 << 20, 'N'));
   const std::string outcome = run_within_memory([&] { read_with_storage(nones, 0); }, kCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("threw: more than 262144 objects"));
-  // Memo lookups (BINGET 0) push no new object but grow the stack: bounded as well.
+  // Memo lookups (BINGET 0) make no new object but grow the stack: each counts as one made.
   std::string gets = "N" + std::string("q\0", 2);
   for (int i = 0; i < 300000; ++i) gets += std::string("h\0", 2);
   CHECK_THAT(run_within_memory([&] { read_with_storage(stream(gets), 0); }, kCeilingMb),
-             ContainsSubstring("objects on the stack"));
+             ContainsSubstring("threw: more than 262144 objects"));
 }
 
 TEST_CASE("a compressed record is refused, never inflated", "[serialize][security]") {
@@ -290,4 +325,93 @@ TEST_CASE("a sparse file that claims 16 GB costs what is read of it, not 16 GB",
       [&] { train::read_model_file(sparse, specs); }, kCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("sparse.pt: the file is cut short (17179869184 bytes): a "
                                         "zip archive whose end, its directory, is missing"));
+}
+
+TEST_CASE(
+    "a PNG whose image data zlib refuses or cannot finish, a CgBI PNG and one whose first chunk is "
+    "not IHDR are refused before the decoder sees them, within 100 MB",
+    "[serialize][security]") {
+  TempDir dir;
+  const auto refusal = [&](const std::string& name, const std::string& bytes) {
+    testing::write_text(dir / name, bytes);
+    return run_within_memory([&] { data::read_input_images(dir / name); }, kCeilingMb);
+  };
+  // A zlib header whose window size (CINFO) is 8, which zlib refuses and stb_image ignores, over
+  // 64 MB of zeros: stb would inflate them all.
+  std::string wide_window = zlib_of_zeros(size_t{64} << 20);
+  wide_window[0] = static_cast<char>(0x88);  // CM 8, CINFO 8
+  wide_window[1] = 0;
+  while ((0x88 * 256 + static_cast<uint8_t>(wide_window[1])) % 31 != 0) ++wide_window[1];
+  CHECK_THAT(refusal("window.png", png(64, 64, wide_window)),
+             ContainsSubstring("window.png: a PNG whose image data zlib cannot inflate (invalid "
+                               "window size)"));
+  // Apple's CgBI before IHDR (raw deflate, no zlib header), and after it.
+  const std::string raw = zlib_of_zeros(size_t{64} << 20).substr(2);
+  const std::string cgbi = chunk("CgBI", std::string("\x50\0 \x02", 4));
+  const std::string cgbi_first =
+      std::string("\x89PNG\r\n\x1a\n", 8) + cgbi + png(64, 64, raw).substr(8);
+  CHECK_THAT(refusal("cgbi.png", cgbi_first),
+             ContainsSubstring("cgbi.png: a PNG whose first chunk is not its 13-byte IHDR header"));
+  CHECK_THAT(refusal("cgbi-later.png", png_of(64, 64, 8, 0, cgbi + chunk("IDAT", raw))),
+             ContainsSubstring("a PNG whose chunks include CgBI"));
+  // A stream cut short, and one chunk that runs past the end.
+  const std::string cut = zlib_of_zeros(64 * 65);
+  CHECK_THAT(refusal("cut.png", png(64, 64, cut.substr(0, cut.size() - 6))),
+             ContainsSubstring("cut.png: a PNG whose image data end before their zlib stream "
+                               "does"));
+  std::string overlong = png(64, 64, cut);
+  overlong.replace(33, 4, big_endian(1 << 20));  // IDAT's length
+  CHECK_THAT(refusal("overlong.png", overlong),
+             ContainsSubstring("a PNG whose chunks run past the end of the file"));
+  // The same image whole decodes.
+  CHECK(refusal("whole.png", png(64, 64, cut)) == "returned");
+}
+
+TEST_CASE(
+    "predict refuses a picture whose samples take more than 16 MiB, and a file larger than any "
+    "picture, before decoding or reading it",
+    "[serialize][security]") {
+  TempDir dir;
+  // 16 megapixels of 16-bit RGBA (128 MiB of samples) in some hundred kilobytes: stb_image would
+  // hold the inflated rows, the 16-bit samples and their 8-bit copy at once.
+  const uint64_t rows = uint64_t{4096} * (1 + 4096 * 8);
+  testing::write_text(dir / "deep.png",
+                      png_of(4096, 4096, 16, 6, chunk("IDAT", zlib_of_zeros_streamed(rows))));
+  CHECK_THAT(run_within_memory([&] { data::read_input_images(dir / "deep.png"); }, kCeilingMb),
+             ContainsSubstring("deep.png: an image of 4096x4096 pixels whose samples take "
+                               "134217728 bytes, more than the 16 MiB dptrain decodes"));
+  // A sparse file of 2 GiB that starts as a PNG: refused by its size, unread.
+  testing::write_text(dir / "vast.png", png(28, 28, zlib_of_zeros(28 * 29)));
+  std::filesystem::resize_file(dir / "vast.png", uint64_t{2} << 30);
+  CHECK_THAT(testing::run_within_resident_memory([&] { data::read_input_images(dir / "vast.png"); },
+                                                 kCeilingMb),
+             ContainsSubstring("vast.png: a file of 2147483648 bytes, more than the 20 MiB any "
+                               "picture dptrain decodes can need"));
+}
+
+TEST_CASE(
+    "predict on an IDX file of 300,000 images: refused whole, and --index reads one image, "
+    "within 100 MB",
+    "[serialize][security]") {
+  TempDir dir;
+  const auto file = dir / "many.gz";
+  {  // 235 MB of zero images in about 230 KB of gzip, written a piece at a time
+    gzFile out = gzopen(file.c_str(), "wb9");
+    const std::vector<uint8_t> header = testing::idx_bytes({300000, 28, 28}, {});
+    gzwrite(out, header.data(), static_cast<unsigned>(header.size()));
+    const std::string zeros(size_t{28} * 28 * 1000, '\0');
+    for (int i = 0; i < 300; ++i) gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size()));
+    gzclose(out);
+  }
+  CHECK(std::filesystem::file_size(file) < (size_t{1} << 20));
+  CHECK_THAT(run_within_memory([&] { data::read_input_images(file); }, kCeilingMb),
+             ContainsSubstring("many.gz: an IDX file of 300000 images, more than the 10000 "
+                               "predict takes at once"));
+  std::vector<data::InputImage> images;
+  CHECK(run_within_memory([&] { images = data::read_input_images(file, 299999); }, kCeilingMb) ==
+        "returned");
+  images = data::read_input_images(file, 5);
+  REQUIRE(images.size() == 1);
+  CHECK(images[0].name == file.string() + "#5");
+  CHECK(images[0].image.sizes() == torch::IntArrayRef({1, 28, 28}));
 }

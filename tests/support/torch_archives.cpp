@@ -1,12 +1,20 @@
 #include "support/torch_archives.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <stdexcept>
 
 #include "core/fs.h"
+#include "serialize/little_endian.h"
 #include "serialize/zip_reader.h"
 
 namespace dptrain::testing {
 namespace {
+
+using serialize::append_le;
 
 // A pickled text as dptrain's writer puts it: BINUNICODE, 4 bytes of length, the text.
 std::string binunicode(const std::string& text) {
@@ -15,7 +23,81 @@ std::string binunicode(const std::string& text) {
   return out + text;
 }
 
+// The CRC-32 of `count` zero bytes, combined a mebibyte at a time rather than computed over them.
+uint32_t crc_of_zeros(uint64_t count) {
+  const std::string mebibyte(size_t{1} << 20, '\0');
+  const uLong block =
+      crc32(0L, reinterpret_cast<const Bytef*>(mebibyte.data()), static_cast<uInt>(1u << 20));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  uint64_t done = 0;
+  for (; count - done >= mebibyte.size(); done += mebibyte.size()) {
+    crc = crc32_combine(crc, block, static_cast<z_off_t>(mebibyte.size()));
+  }
+  return static_cast<uint32_t>(
+      crc32(crc, reinterpret_cast<const Bytef*>(mebibyte.data()), static_cast<uInt>(count - done)));
+}
+
 }  // namespace
+
+void write_stored_zip(const std::filesystem::path& path, const std::vector<StoredRecord>& records) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + path.string());
+  uint64_t at = 0;
+  const auto put = [&](const std::string& bytes) {
+    if (::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(at)) !=
+        static_cast<ssize_t>(bytes.size())) {
+      throw std::runtime_error("cannot write " + path.string());
+    }
+    at += bytes.size();
+  };
+  std::string directory;
+  for (const StoredRecord& r : records) {
+    const std::string name = "archive/" + r.name;
+    const uint64_t size = r.zeros != 0 ? r.zeros : r.bytes.size();
+    const uint32_t crc =
+        r.zeros != 0
+            ? crc_of_zeros(r.zeros)
+            : static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(r.bytes.data()),
+                                          static_cast<uInt>(r.bytes.size())));
+    const uint64_t offset = at;
+    std::string header = "PK\x03\x04";
+    append_le(header, 20, 2);  // version needed
+    append_le(header, 0, 2);   // flags
+    append_le(header, 0, 2);   // stored
+    append_le(header, 0, 4);   // time and date
+    append_le(header, crc, 4);
+    append_le(header, size, 4);
+    append_le(header, size, 4);
+    append_le(header, name.size(), 2);
+    append_le(header, 0, 2);  // no extra field
+    put(header + name);
+    if (r.zeros != 0) {
+      at += r.zeros;  // a hole
+    } else {
+      put(r.bytes);
+    }
+    directory += "PK\x01\x02";
+    append_le(directory, 20, 2);  // version made by
+    directory += header.substr(4, 26);
+    append_le(directory, 0, 2);  // comment
+    append_le(directory, 0, 2);  // disk
+    append_le(directory, 0, 2);  // internal attributes
+    append_le(directory, 0, 4);  // external attributes
+    append_le(directory, offset, 4);
+    directory += name;
+  }
+  const uint64_t directory_at = at;
+  put(directory);
+  std::string end = "PK\x05\x06";
+  append_le(end, 0, 4);  // disks
+  append_le(end, records.size(), 2);
+  append_le(end, records.size(), 2);
+  append_le(end, directory.size(), 4);
+  append_le(end, directory_at, 4);
+  append_le(end, 0, 2);  // no comment
+  put(end);
+  ::close(fd);
+}
 
 std::string edit_data_pkl(const std::string& archive,
                           const std::function<void(std::string& pickle)>& edit) {

@@ -4,9 +4,11 @@
 // must place each tensor by its own model's devices).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace dptrain::testing {
 
@@ -18,5 +20,18 @@ std::string edit_data_pkl(const std::string& archive,
 // storage's location set to `location` (such as "cuda:1"); returns how many it changed.
 int relocate_storages(const std::filesystem::path& from, const std::filesystem::path& to,
                       const std::string& location);
+
+// A record of a hand-made zip archive: its name under the archive's folder, and either its bytes
+// or, when `zeros` is set, that many zero bytes left as a hole in the file (a sparse record that
+// costs no disk, with its true CRC-32).
+struct StoredRecord {
+  std::string name;
+  std::string bytes;
+  uint64_t zeros = 0;
+};
+
+// Writes a zip archive of stored records, as torch.save lays them out (under "archive/"), with no
+// zip64 fields (every record under 4 GB).
+void write_stored_zip(const std::filesystem::path& path, const std::vector<StoredRecord>& records);
 
 }  // namespace dptrain::testing

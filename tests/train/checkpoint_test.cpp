@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <thread>
 #include "support/catch.h"
 
@@ -279,6 +280,46 @@ TEST_CASE(
              ContainsSubstring("the optimizer's state of parameter 0 is not the state of SGD"));
   CHECK(unchanged(other, copies));
   CHECK(torch::equal(momentum(), momentum_before));
+}
+
+TEST_CASE(
+    "a checkpoint whose generator state would read past its 624 words is refused, a real one "
+    "taken",
+    "[train][checkpoint][security]") {
+  TempDir dir;
+  const serialize::ValuePtr root = whole_checkpoint(dir);
+  const torch::Tensor state = entry_of(root, "cpu_rng")->tensor.clone();
+  // Where ATen keeps the Mersenne Twister's position: `left` (int) at byte 8, `next` at byte 16.
+  const auto position = [&](int32_t left, uint64_t next, int32_t seeded = 1) {
+    torch::Tensor changed = state.clone();
+    std::memcpy(changed.data_ptr<uint8_t>() + 8, &left, sizeof left);
+    std::memcpy(changed.data_ptr<uint8_t>() + 12, &seeded, sizeof seeded);
+    std::memcpy(changed.data_ptr<uint8_t>() + 16, &next, sizeof next);
+    entry_of(root, "cpu_rng") = serialize::tensor(changed);
+    core::write_file_atomic(dir / "rng.pt", serialize::encode_torch_file(*root));
+  };
+  Trainee other(2);
+  int32_t left = 0;
+  std::memcpy(&left, state.data_ptr<uint8_t>() + 8, sizeof left);
+  uint64_t next = 0;
+  std::memcpy(&next, state.data_ptr<uint8_t>() + 16, sizeof next);
+  CHECK(((left == 1 && next == 0) || left + next == 625));  // the layout read is the real one
+  for (const auto& [bad_left, bad_next] : std::vector<std::pair<int32_t, uint64_t>>{
+           {624, 624}, {0, 0}, {-1, 0}, {625, 0}, {2, 624}, {300, 326}}) {
+    INFO("left " << bad_left << ", next " << bad_next);
+    position(bad_left, bad_next);
+    CHECK_THAT(refusal(dir / "rng.pt", other),
+               ContainsSubstring("rng.pt: a damaged checkpoint: the checkpoint's cpu_rng is at a "
+                                 "position its generator cannot draw from"));
+  }
+  position(624, 1, /*seeded=*/0);
+  CHECK_THAT(refusal(dir / "rng.pt", other), ContainsSubstring("cannot draw from"));
+  for (const auto& [good_left, good_next] :
+       std::vector<std::pair<int32_t, uint64_t>>{{1, 0}, {624, 1}, {1, 624}, {300, 325}}) {
+    position(good_left, good_next);
+    train::read_checkpoint(dir / "rng.pt", lenet_config(), other.backend, other.sgd);
+    CHECK(torch::rand({1}).item<float>() >= 0);  // a draw from it
+  }
 }
 
 TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (found by fuzzing)",
