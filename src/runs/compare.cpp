@@ -3,16 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "config/json_text.h"
 #include "core/error.h"
+#include "core/terminal.h"
 
 namespace dptrain::runs {
 namespace {
 
-void flatten(const nlohmann::json& j, const std::string& path,
-             std::map<std::string, std::string>& out) {
+// A config's leaves by dotted key ("optimizer.lr"), each as text.
+using Leaves = std::map<std::string, std::string>;
+
+void flatten(const nlohmann::json& j, const std::string& path, Leaves& out) {
   if (j.is_object() && !j.empty()) {
     for (const auto& [key, value] : j.items()) {
       flatten(value, path.empty() ? key : path + "." + key, out);
@@ -22,11 +26,32 @@ void flatten(const nlohmann::json& j, const std::string& path,
   }
 }
 
-std::string value_at(const nlohmann::json& config, const std::string& key) {
-  std::map<std::string, std::string> leaves;
+Leaves leaves_of(const nlohmann::json& config) {
+  Leaves leaves;
   flatten(config, "", leaves);
+  return leaves;
+}
+
+std::string value_at(const Leaves& leaves, const std::string& key) {
   const auto it = leaves.find(key);
   return it == leaves.end() ? "-" : it->second;
+}
+
+// The keys whose values are not the same in every run (missing from some counts as differing).
+std::vector<std::string> keys_that_differ(const std::vector<Leaves>& leaves) {
+  std::map<std::string, int> seen;
+  for (const auto& run : leaves) {
+    for (const auto& [key, value] : run) ++seen[key];
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, count] : seen) {
+    bool same = count == static_cast<int>(leaves.size());
+    for (size_t i = 1; same && i < leaves.size(); ++i) {
+      same = value_at(leaves[i], key) == value_at(leaves[0], key);
+    }
+    if (!same) keys.push_back(key);
+  }
+  return keys;
 }
 
 std::string joined(const nlohmann::json& devices) {
@@ -81,14 +106,30 @@ std::string shown(const nlohmann::json& v, const char* format) {
   return fmt::format(fmt::runtime(format), v.get<double>());
 }
 
-std::string csv_cell(const std::string& cell) {
-  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+// A spreadsheet takes a cell that begins with = + - @ (or a tab or carriage return before one)
+// as a formula, which can run commands or send data away (CWE-1236). Such a cell that is not a
+// number is written behind a ' , as OWASP advises, so it shows as the text it is.
+bool looks_like_formula(const std::string& cell) {
+  if (cell.empty() || std::string_view("=+-@\t\r").find(cell[0]) == std::string_view::npos) {
+    return false;
+  }
+  if (cell == "-") return false;  // the table's "no value"
+  char* end = nullptr;
+  std::strtod(cell.c_str(), &end);
+  return end != cell.c_str() + cell.size();
+}
+
+std::string csv_cell(const std::string& raw) {
+  const std::string cell =
+      (looks_like_formula(raw) ? "'" : "") + core::printable(raw, core::LineBreaks::kKeep);
+  if (cell.find_first_of(",\"\n\t'") == std::string::npos) return cell;
   std::string quoted = "\"";
   for (char c : cell) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
 }
 
-std::string markdown_cell(const std::string& cell) {
+std::string markdown_cell(const std::string& raw) {
+  const std::string cell = core::printable(raw, core::LineBreaks::kKeep);
   std::string out;
   for (const char c : cell) {  // a line break would end the table's row
     out += c == '|' ? std::string("\\|") : c == '\n' || c == '\r' ? " " : std::string(1, c);
@@ -99,19 +140,9 @@ std::string markdown_cell(const std::string& cell) {
 }  // namespace
 
 std::vector<std::string> differing_keys(const std::vector<RunView>& runs) {
-  std::vector<std::map<std::string, std::string>> leaves(runs.size());
-  std::map<std::string, int> seen;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    flatten(runs[i].config, "", leaves[i]);
-    for (const auto& [key, value] : leaves[i]) ++seen[key];
-  }
-  std::vector<std::string> keys;
-  for (const auto& [key, count] : seen) {
-    bool same = count == static_cast<int>(runs.size());
-    for (size_t i = 1; same && i < runs.size(); ++i) same = leaves[i][key] == leaves[0][key];
-    if (!same) keys.push_back(key);
-  }
-  return keys;
+  std::vector<Leaves> leaves;
+  for (const auto& run : runs) leaves.push_back(leaves_of(run.config));
+  return keys_that_differ(leaves);
 }
 
 std::vector<std::string> run_names(const std::vector<RunView>& runs) {
@@ -144,8 +175,8 @@ std::vector<std::string> run_names(const std::vector<RunView>& runs) {
 
 namespace {
 
-// One run's row and JSON record.
-void add_run(Table& table, const RunView& run, const std::string& name,
+// One run's row and JSON record; `leaves` are its config's.
+void add_run(Table& table, const RunView& run, const Leaves& leaves, const std::string& name,
              const std::vector<std::string>& keys) {
   const nlohmann::json& s = run.summary ? *run.summary : nlohmann::json::object();
   const nlohmann::json parallel = run.config.value("parallel", nlohmann::json::object());
@@ -162,8 +193,8 @@ void add_run(Table& table, const RunView& run, const std::string& name,
                                   record["precision"].get<std::string>()};
   record["differs"] = nlohmann::json::object();
   for (const auto& key : keys) {
-    record["differs"][key] = value_at(run.config, key);
-    row.push_back(value_at(run.config, key));
+    record["differs"][key] = value_at(leaves, key);
+    row.push_back(value_at(leaves, key));
   }
   const Figures f = figures_of(run);
   const auto planned = run.config.value("train", nlohmann::json::object()).value("epochs", 0);
@@ -185,7 +216,11 @@ void add_run(Table& table, const RunView& run, const std::string& name,
 }  // namespace
 
 Table compare_runs(const std::vector<RunView>& runs) {
-  const std::vector<std::string> keys = differing_keys(runs);
+  // Each config is flattened once: a config of many keys, once per key that differs, would cost
+  // the square of its size.
+  std::vector<Leaves> leaves;
+  for (const auto& run : runs) leaves.push_back(leaves_of(run.config));
+  const std::vector<std::string> keys = keys_that_differ(leaves);
   const std::vector<std::string> names = run_names(runs);
   Table table;
   table.columns = {"run", "state", "backend", "devices", "precision"};
@@ -196,7 +231,7 @@ Table compare_runs(const std::vector<RunView>& runs) {
   table.records = nlohmann::json::array();
   for (size_t i = 0; i < runs.size(); ++i) {
     try {
-      add_run(table, runs[i], names[i], keys);
+      add_run(table, runs[i], leaves[i], names[i], keys);
     } catch (const nlohmann::json::exception& e) {  // valid JSON of another shape
       throw core::Error(
           core::ErrorCode::kIo,
@@ -217,8 +252,8 @@ std::string format_table(const Table& table, TableFormat format) {
     out += "\n";
   };
   switch (format) {
-    case TableFormat::kJson:
-      return table.records.dump(2) + "\n";
+    case TableFormat::kJson:  // every character past ASCII as \uXXXX, C1 controls among them
+      return table.records.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
     case TableFormat::kCsv: {
       const auto cell = [](size_t, const std::string& s) { return csv_cell(s); };
       line(table.columns, cell, "", ",", "");
@@ -233,16 +268,21 @@ std::string format_table(const Table& table, TableFormat format) {
       return out;
     }
     case TableFormat::kText: {
-      std::vector<size_t> width(table.columns.size());
+      Table shown = table;  // every cell as printable() writes it, before widths are measured
+      for (auto& column : shown.columns) column = core::printable(column);
+      for (auto& row : shown.rows) {
+        for (auto& cell : row) cell = core::printable(cell);
+      }
+      std::vector<size_t> width(shown.columns.size());
       for (size_t c = 0; c < width.size(); ++c) {
-        width[c] = table.columns[c].size();
-        for (const auto& row : table.rows) width[c] = std::max(width[c], row[c].size());
+        width[c] = shown.columns[c].size();
+        for (const auto& row : shown.rows) width[c] = std::max(width[c], row[c].size());
       }
       const auto cell = [&](size_t c, const std::string& s) {
         return c + 1 == width.size() ? s : s + std::string(width[c] - s.size(), ' ');
       };
-      line(table.columns, cell, "", "  ", "");
-      for (const auto& row : table.rows) line(row, cell, "", "  ", "");
+      line(shown.columns, cell, "", "  ", "");
+      for (const auto& row : shown.rows) line(row, cell, "", "  ", "");
       return out;
     }
   }

@@ -1,5 +1,6 @@
 // compare's table from run folders made by hand, so that every cell is known: what differs, the
 // figures of finished epochs, and the states of runs that did not finish. And the sweep's grid.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,6 +113,70 @@ TEST_CASE("compare shows what differs and what each run measured, unfinished run
   CHECK(runs::format_table(broken, runs::TableFormat::kMarkdown).find("| a | one two\\|three |") !=
         std::string::npos);
   CHECK(runs::format_table(broken, runs::TableFormat::kCsv) == "run,note\na,\"one\ntwo|three\"\n");
+}
+
+TEST_CASE(
+    "compare writes a run's text as text: no terminal code in any format, no formula in a csv "
+    "cell",
+    "[runs][security]") {
+  TempDir dir;
+  nlohmann::json hostile = config_with_lr(0.1);
+  hostile["name"] = "\x1b]0;pwned\x07\r\x1b[KLooks fine: 0 errors\xc2\x9b";
+  hostile["note"] = "=HYPERLINK(\"http://x\",\"y\")";
+  hostile["neg"] = -0.5;
+  write_run(dir / "a", config_with_lr(0.1), {}, "running");
+  write_run(dir / "b", hostile, {}, "running");
+  std::vector<runs::RunView> views = {runs::read_run(dir / "a"), runs::read_run(dir / "b")};
+  views[1].config["neg"] = -0.5;
+  views[0].config["neg"] = -0.25;
+  const runs::Table table = runs::compare_runs(views);
+  for (const auto format : {runs::TableFormat::kText, runs::TableFormat::kMarkdown,
+                            runs::TableFormat::kCsv, runs::TableFormat::kJson}) {
+    const std::string out = runs::format_table(table, format);
+    INFO(out);
+    CHECK(out.find('\x1b') == std::string::npos);
+    CHECK(out.find('\x07') == std::string::npos);
+    CHECK(out.find('\r') == std::string::npos);
+    CHECK(out.find("\xc2\x9b") == std::string::npos);
+  }
+  const std::string text = runs::format_table(table, runs::TableFormat::kText);
+  CHECK_THAT(text, ContainsSubstring("\\x1b]0;pwned\\x07\\x0d\\x1b[KLooks fine: 0 errors\\u009b"));
+  const std::string csv = runs::format_table(table, runs::TableFormat::kCsv);
+  CHECK_THAT(csv, ContainsSubstring(",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","));
+  CHECK_THAT(csv, ContainsSubstring(",-0.5,"));  // a number stays a number
+  CHECK_THAT(csv, ContainsSubstring(",-,"));     // and "no value" stays itself
+}
+
+TEST_CASE("compare flattens each config once, and refuses a run file larger than any it writes",
+          "[runs][security]") {
+  TempDir dir;
+  // Two configs of 20,000 keys that all differ: flattened once per key and run, as compare once
+  // did, they took minutes; the test runs under a CPU limit a hundred times what once costs.
+  nlohmann::json wide_a = config_with_lr(0.1), wide_b = config_with_lr(0.1);
+  for (int i = 0; i < 20000; ++i) {
+    wide_a["wide"]["k" + std::to_string(i)] = i;
+    wide_b["wide"]["k" + std::to_string(i)] = -i - 1;
+  }
+  write_run(dir / "a", wide_a, {}, "running");
+  write_run(dir / "b", wide_b, {}, "running");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const rlimit cpu{20, 20};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    const auto table = runs::compare_runs({runs::read_run(dir / "a"), runs::read_run(dir / "b")});
+    ::_exit(table.columns.size() == 20000 + 10 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // A sparse metrics.jsonl of 2 GiB is refused by its size, unread.
+  write_run(dir / "c", config_with_lr(0.1), {}, "running");
+  std::filesystem::resize_file(dir / "c" / "metrics.jsonl", uint64_t{2} << 30);
+  CHECK_THROWS_WITH(runs::read_run(dir / "c"),
+                    ContainsSubstring((dir / "c" / "metrics.jsonl").string() +
+                                      ": 2147483648 bytes, more than the 67108864 any such file "
+                                      "needs"));
 }
 
 TEST_CASE("compare names an argument that holds no run, and reads quoted globs", "[runs]") {
