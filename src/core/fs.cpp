@@ -183,6 +183,51 @@ std::string read_regular_file(const std::filesystem::path& path, size_t max_byte
   return bytes;
 }
 
+namespace {
+
+// Every folder above `dir` must be one that nobody else can change: owned by root or this user,
+// and not writable by others unless sticky (as /tmp is, where only an entry's owner may rename
+// it). Else another user could rename a folder on the way mid-run and put one of their own (or a
+// link) in its place, and take every file dptrain writes after that. This checks the folders
+// above `path`, one spelling of `dir`.
+void check_folders_above(const std::filesystem::path& dir, const std::filesystem::path& path,
+                         const std::string& what) {
+  for (std::filesystem::path above = path.parent_path();; above = above.parent_path()) {
+    struct stat st {};
+    if (::stat(above.c_str(), &st) != 0) {
+      fail(dir, what + " lies under " + above.string() + ", which cannot be examined",
+           "write to a folder whose every parent is yours or root's");
+    }
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      throw Error(ErrorCode::kIo,
+                  dir.string() + ": " + what + " lies under " + above.string() +
+                      ", which belongs to another user (uid " + std::to_string(st.st_uid) +
+                      "), who could move it away and put a folder of their own in its place",
+                  "write to a folder whose every parent is yours or root's");
+    }
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+      throw Error(ErrorCode::kIo,
+                  dir.string() + ": " + what + " lies under " + above.string() +
+                      ", which every user may write to: anyone could move it away and put a "
+                      "folder of their own in its place",
+                  "write to a folder of your own, or chmod o-w (or +t) " + above.string());
+    }
+    if (above == above.parent_path()) return;
+  }
+}
+
+// The folders above `dir` as typed (whoever may rename a folder that holds a link on the way could
+// point it elsewhere), and as the kernel resolves it, links followed.
+void check_ancestors(const std::filesystem::path& dir, const std::string& what) {
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(dir, ec);
+  if (ec) return;  // the caller's own check of `dir` says why
+  check_folders_above(dir, std::filesystem::absolute(dir).lexically_normal(), what);
+  check_folders_above(dir, real, what);
+}
+
+}  // namespace
+
 void ensure_own_folder(const std::filesystem::path& dir, const std::string& what) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -196,17 +241,7 @@ void ensure_own_folder(const std::filesystem::path& dir, const std::string& what
                     std::to_string(link.st_uid) + ") made",
                 "write to a folder of your own");
   }
-  // Nor may its folder let everyone replace it (a sticky folder such as /tmp does not).
-  const std::filesystem::path parent =
-      dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
-  struct stat above {};
-  if (::stat(parent.c_str(), &above) == 0 && (above.st_mode & S_IWOTH) &&
-      !(above.st_mode & S_ISVTX)) {
-    throw Error(ErrorCode::kIo,
-                dir.string() + ": " + what + " lies in " + parent.string() +
-                    ", which every user may write to: anyone could replace it",
-                "write to a folder of your own, or chmod o-w (or +t) " + parent.string());
-  }
+  check_ancestors(dir, what);
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw Error(ErrorCode::kIo,

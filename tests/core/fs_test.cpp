@@ -73,6 +73,41 @@ TEST_CASE("a folder of another user is refused for output", "[core][security]") 
                     theirs.string() + ": the output folder belongs to another user (uid 65534)");
 }
 
+TEST_CASE(
+    "an output folder under a folder of another user, or under one every user may write to, is "
+    "refused however far up it lies",
+    "[core][security]") {
+  TempDir dir;
+  // Everyone may write to the grandparent (not sticky): anyone could rename the parent mid-run
+  // and put a folder of their own in its place.
+  const auto open = dir / "open";
+  std::filesystem::create_directories(open / "parent");
+  std::filesystem::permissions(open, std::filesystem::perms::all);
+  CHECK_THROWS_WITH(dptrain::core::ensure_own_folder(open / "parent" / "run", "the output folder"),
+                    (open / "parent" / "run").string() + ": the output folder lies under " +
+                        open.string() +
+                        ", which every user may write to: anyone could move it "
+                        "away and put a folder of their own in its place");
+  // Sticky, as /tmp is: only an entry's owner may rename it.
+  std::filesystem::permissions(open, std::filesystem::perms::sticky_bit,
+                               std::filesystem::perm_options::add);
+  dptrain::core::ensure_own_folder(open / "parent" / "run", "the output folder");
+  // The same through a link of this user's: the folders above its target count.
+  std::filesystem::permissions(open, std::filesystem::perms::sticky_bit,
+                               std::filesystem::perm_options::remove);
+  std::filesystem::create_directory_symlink(open / "parent", dir / "link");
+  CHECK_THROWS_WITH(dptrain::core::ensure_own_folder(dir / "link" / "run", "the output folder"),
+                    ContainsSubstring("lies under " + open.string() + ", which every user"));
+  if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give a folder to another user (CI is root)");
+  const auto theirs = dir / "theirs";
+  std::filesystem::create_directories(theirs / "mine");
+  REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+  CHECK_THROWS_WITH(dptrain::core::ensure_own_folder(theirs / "mine" / "run", "the output folder"),
+                    ContainsSubstring("the output folder lies under " + theirs.string() +
+                                      ", which belongs to another user (uid 65534), who could "
+                                      "move it away"));
+}
+
 TEST_CASE("the temporary files of a writer that was killed are removed, a live writer's kept",
           "[core]") {
   TempDir dir;
