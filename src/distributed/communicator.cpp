@@ -143,6 +143,7 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
                    group_watch(rank_, timeout));
   }
   const Disarm disarm{heartbeat};
+  const core::Stopwatch waited;
   try {
     store_->set(arrival_key(key_prefix, rank_), std::vector<uint8_t>{1});
     if (transport_ == Transport::kNccl) {
@@ -174,10 +175,13 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   } catch (const std::exception& e) {
     const std::vector<int> missing = book.never_arrived();
     const std::string absent = missing.empty() ? "" : rank_list(missing) + " never arrived; ";
-    const std::string message = rank_text + ": could not connect to the other " +
-                                std::to_string(world_size_ - 1) + " ranks over " +
-                                transport_name(transport_) + " within " +
-                                core::seconds_text(timeout) + ": " + absent + message_of(e);
+    // The time really waited: a connection refused or broken (a stranger who reached a loopback
+    // port first, say) fails long before the timeout.
+    const std::string when = core::waited_text(
+        std::chrono::milliseconds(static_cast<int64_t>(waited.seconds() * 1000)), timeout);
+    const std::string message =
+        rank_text + ": could not connect to the other " + std::to_string(world_size_ - 1) +
+        " ranks over " + transport_name(transport_) + " " + when + ": " + absent + message_of(e);
     book.post_failure(rank_, message);
     throw Error(ErrorCode::kDistributed, message,
                 "every rank must start and reach this point; see the other ranks' errors");

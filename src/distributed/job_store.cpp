@@ -24,13 +24,15 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
   options.waitWorkers = false;
   options.timeout = timeout;
   core::compat::use_classic_store_server(options);
+  const core::Stopwatch waited;
   try {
     return c10::make_intrusive<c10d::TCPStore>(plan.host, options);
   } catch (const std::exception& e) {
+    const auto elapsed = std::chrono::milliseconds(static_cast<int64_t>(waited.seconds() * 1000));
     throw Error(ErrorCode::kDistributed,
                 "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
-                    plan.host + ":" + std::to_string(plan.port) + " within " +
-                    core::seconds_text(timeout) + ": " + core::message_of(e),
+                    plan.host + ":" + std::to_string(plan.port) + " " +
+                    core::waited_text(elapsed, timeout) + ": " + core::message_of(e),
                 "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running");
   }
 }

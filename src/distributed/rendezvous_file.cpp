@@ -8,6 +8,8 @@
 #include <cstring>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "core/error.h"
 #include "core/fs.h"
 
@@ -27,13 +29,10 @@ bool private_to_me(const struct stat& st) {
 
 }  // namespace
 
-std::filesystem::path private_runtime_dir(const EnvLookup& env) {
-  std::filesystem::path dir = "/tmp/dptrain-" + std::to_string(::geteuid());
-  if (const auto runtime = env("XDG_RUNTIME_DIR")) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(*runtime, ec))
-      dir = std::filesystem::path(*runtime) / "dptrain";
-  }
+namespace {
+
+// `dir`, made with mode 700 when missing, checked to be a private folder of this user's.
+std::filesystem::path private_folder(const std::filesystem::path& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     unsafe(dir, std::string("cannot be made: ") + std::strerror(errno));
   }
@@ -44,6 +43,40 @@ std::filesystem::path private_runtime_dir(const EnvLookup& env) {
     unsafe(dir, "is not a folder but a link or file");
   if (!private_to_me(st)) unsafe(dir, "belongs to another user or is open to others");
   return dir;
+}
+
+// Whether something another user made stands at `path` (a folder, a file or a link).
+bool taken_by_another(const std::filesystem::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && st.st_uid != ::geteuid();
+}
+
+}  // namespace
+
+std::filesystem::path private_runtime_dir(const EnvLookup& env) {
+  if (const auto runtime = env("XDG_RUNTIME_DIR")) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(*runtime, ec)) {
+      return private_folder(std::filesystem::path(*runtime) / "dptrain");
+    }
+  }
+  const auto tmp = env("TMPDIR");
+  const std::filesystem::path shared = std::filesystem::path(tmp && !tmp->empty() ? *tmp : "/tmp") /
+                                       ("dptrain-" + std::to_string(::geteuid()));
+  if (!taken_by_another(shared)) return private_folder(shared);
+  const auto cache = env("XDG_CACHE_HOME");
+  const auto home = env("HOME");
+  if ((!cache || cache->empty()) && (!home || home->empty())) {
+    unsafe(shared, "belongs to another user, and HOME is unset for a folder of your own");
+  }
+  const std::filesystem::path cache_home = cache && !cache->empty()
+                                               ? std::filesystem::path(*cache)
+                                               : std::filesystem::path(*home) / ".cache";
+  std::error_code ec;
+  std::filesystem::create_directories(cache_home, ec);  // its own check follows, for dptrain's
+  spdlog::warn("{} belongs to another user, who made it first; rendezvous files go to {} instead",
+               shared.string(), (cache_home / "dptrain").string());
+  return private_folder(cache_home / "dptrain");
 }
 
 std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const std::string& job_id) {

@@ -12,9 +12,12 @@
 
 namespace dptrain::distributed {
 
-// $XDG_RUNTIME_DIR/dptrain when that variable names a folder, else /tmp/dptrain-<uid>; made with
-// mode 700 when missing. A distributed error naming it when it is a link, another user's, or open
-// to others: a folder someone else controls could hold a planted file.
+// $XDG_RUNTIME_DIR/dptrain when that variable names a folder, else $TMPDIR/dptrain-<uid> (/tmp's
+// when TMPDIR is unset), unless another user made that first (anyone may, in /tmp): then
+// $XDG_CACHE_HOME/dptrain (~/.cache/dptrain), which nobody else can make. Every rank of the job
+// comes to the same folder, since the first to look makes its choice for good. Made with mode 700
+// when missing; a distributed error naming it when it is a link, another user's, or open to
+// others: a folder someone else controls could hold a planted file.
 std::filesystem::path private_runtime_dir(const EnvLookup& env);
 
 // The file of job `job_id` (characters other than letters, digits, '.', '-' and '_' become '_').

@@ -12,6 +12,7 @@
 #include "distributed/rendezvous_file.h"
 #include "support/catch.h"
 #include "support/fixtures.h"
+#include "support/skip.h"
 
 using namespace dptrain;
 using distributed::StorePlan;
@@ -210,4 +211,33 @@ TEST_CASE("the private runtime folder and its files are refused when anyone else
     CHECK_FALSE(distributed::read_published(file, why));
     CHECK_THAT(why, ContainsSubstring("not a private file of this user"));
   }
+}
+
+TEST_CASE(
+    "a /tmp/dptrain-<uid> that another user made first sends the rendezvous files home, where "
+    "nobody else can plant one",
+    "[dist][store][security]") {
+  if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give a folder to another user (CI is root)");
+  TempDir tmp, home;
+  const auto env = env_of({{"TMPDIR", tmp.path()}, {"HOME", home.path()}});
+  const auto shared = tmp / ("dptrain-" + std::to_string(::geteuid()));
+  // Unclaimed, it is made and used.
+  CHECK(distributed::private_runtime_dir(env) == shared);
+  std::filesystem::remove(shared);
+  // Made first by another user (anyone may, in /tmp): every rank goes home instead.
+  std::filesystem::create_directory(shared);
+  REQUIRE(::chown(shared.c_str(), 65534, 65534) == 0);
+  const auto folder = distributed::private_runtime_dir(env);
+  CHECK(folder == home / ".cache" / "dptrain");
+  struct stat st {};
+  REQUIRE(::stat(folder.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CHECK(distributed::private_runtime_dir(
+            env_of({{"TMPDIR", tmp.path()}, {"XDG_CACHE_HOME", (home / "xdg").string()}})) ==
+        home / "xdg" / "dptrain");
+  // A link planted there instead: the same.
+  std::filesystem::remove(shared);
+  std::filesystem::create_directory_symlink(home.path(), shared);
+  REQUIRE(::lchown(shared.c_str(), 65534, 65534) == 0);
+  CHECK(distributed::private_runtime_dir(env) == home / ".cache" / "dptrain");
 }
