@@ -87,6 +87,8 @@ serialize::DecodeLimits decode_limits(const std::vector<StateSpec>& specs) {
   constexpr int64_t kCopies = 4;
   serialize::DecodeLimits limits;
   limits.tensors = kCopies * static_cast<int64_t>(specs.size()) + 16;
+  // Each tensor takes some ten objects to rebuild and name, a module's metadata some more.
+  limits.objects = 64 * limits.tensors + 4096;
   limits.dimensions = 64;
   limits.storage_bytes = uint64_t{1} << 20;
   for (const auto& spec : specs) {

@@ -75,6 +75,8 @@ const Value& at(const Value& dict, std::string_view key, std::string_view what);
 // A pickle stream of weights is some kilobytes (a checkpoint's, with its JSON record, some more);
 // a bigger one is refused before it is read.
 constexpr uint64_t kMaxPickleBytes = uint64_t{16} << 20;
+// A dict's string key is a name (a parameter's, a record field's): at most this long.
+constexpr size_t kMaxKeyBytes = 1024;
 // A tensor has at most this many dimensions (PyTorch's own kernels take no more than 25).
 constexpr int64_t kMaxTensorDims = 64;
 
@@ -83,6 +85,7 @@ constexpr int64_t kMaxTensorDims = 64;
 // tensors, dimensions or storage bytes than the model's state, and a checkpoint's copies of it,
 // can need, however its stream repeats memoised objects.
 struct DecodeLimits {
+  int64_t objects = kMaxObjects;               // objects made (memo re-pushes count)
   int64_t tensors = int64_t{1} << 16;          // views rebuilt
   int64_t dimensions = int64_t{1} << 18;       // their dimensions, summed
   uint64_t storage_bytes = uint64_t{4} << 30;  // storages' bytes, summed, before any is read

@@ -260,7 +260,7 @@ class Machine {
     while (!cursor.done()) {
       const size_t at = cursor.position();
       const uint8_t op = cursor.opcode();
-      const std::string arg = cursor.operand(op);
+      std::string arg = cursor.operand(op);
       if (op == kStop) {
         if (stack_.size() != 1)
           throw PickleError("STOP with " + std::to_string(stack_.size()) + " objects on the stack");
@@ -278,14 +278,16 @@ class Machine {
   }
 
  private:
-  void step(uint8_t op, const std::string& arg) {
+  // `arg` is the operand's bytes; a string's are moved into the object it makes, not copied.
+  void step(uint8_t op, std::string& arg) {
     if (push_constant(op, arg) || build_container(op) || use_memo(op, arg)) return;
     switch (op) {
       case kProto:
       case kFrame:
         return;
       case kMark:
-        if (marks_.size() >= static_cast<size_t>(kMaxObjects)) throw PickleError("too many marks");
+        if (marks_.size() >= static_cast<size_t>(limits_.objects))
+          throw PickleError("too many marks");
         marks_.push_back(stack_.size());
         return;
       case kGlobal:
@@ -318,14 +320,14 @@ class Machine {
   // Counts every object made, so that a stream of millions of one-byte opcodes is refused long
   // before their objects fill memory.
   ValuePtr made(ValuePtr v, std::optional<Value::Kind> kind = std::nullopt) {
-    if (++objects_ > kMaxObjects) {
-      throw PickleError("more than " + std::to_string(kMaxObjects) + " objects");
+    if (++objects_ > limits_.objects) {
+      throw PickleError("more than " + std::to_string(limits_.objects) + " objects");
     }
     if (kind) v->kind = *kind;
     return v;
   }
 
-  bool push_constant(uint8_t op, const std::string& arg) {
+  bool push_constant(uint8_t op, std::string& arg) {
     switch (op) {
       case kNone:
         push(made(none()));
@@ -355,7 +357,7 @@ class Machine {
       case kBinUnicode:
       case kShortBinUnicode:
       case kBinUnicode8:
-        push(made(text(arg)));
+        push(made(text(std::move(arg))));
         return true;
       default:
         return false;
@@ -433,7 +435,7 @@ class Machine {
   }
 
   void remember(uint64_t index) {
-    if (memo_.size() >= static_cast<size_t>(kMaxObjects))
+    if (memo_.size() >= static_cast<size_t>(limits_.objects))
       throw PickleError("too many memo entries");
     memo_[index] = top();
   }
@@ -525,11 +527,19 @@ class Machine {
   void set_items(const ValuePtr& dict, const std::vector<ValuePtr>& items) {
     if (items.size() % 2 != 0) throw PickleError("SETITEMS with an odd number of objects");
     adopt(*dict, items);
+    if (items.empty()) return;
     Keys& keys = keys_of_[dict];
     for (size_t i = 0; i < items.size(); i += 2) {
       const Value& key = *items[i];
-      // Views of the keys' own texts, never copies: one memoised megabyte named as the key of
-      // many dicts would otherwise cost a megabyte each time.
+      // A name, short: comparing long keys that differ in their last byte, in dict after dict,
+      // would cost their length each time.
+      if (key.kind == Value::Kind::kString && key.text.size() > kMaxKeyBytes) {
+        throw PickleError("a dict key of " + std::to_string(key.text.size()) +
+                          " bytes, longer than the " + std::to_string(kMaxKeyBytes) +
+                          " any name in a file of weights needs");
+      }
+      // Views of the keys' own texts, never copies: one memoised key named by many dicts would
+      // otherwise cost its length each time.
       const bool repeated =
           (key.kind == Value::Kind::kString && !keys.texts.insert(key.text).second) ||
           (key.kind == Value::Kind::kInt && !keys.integers.insert(key.integer).second);
@@ -544,8 +554,8 @@ class Machine {
   }
 
   void push(ValuePtr v) {
-    if (stack_.size() >= static_cast<size_t>(kMaxObjects)) {
-      throw PickleError("more than " + std::to_string(kMaxObjects) + " objects on the stack");
+    if (stack_.size() >= static_cast<size_t>(limits_.objects)) {
+      throw PickleError("more than " + std::to_string(limits_.objects) + " objects on the stack");
     }
     stack_.push_back(std::move(v));
   }

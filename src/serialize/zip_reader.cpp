@@ -27,6 +27,7 @@ constexpr uint64_t kLocalHeaderSize = 30;
 constexpr uint64_t kDirectoryEntrySize = 46;
 constexpr uint64_t kZip64LocatorSize = 20;
 constexpr uint64_t kZip64EndSize = 56;
+constexpr uint64_t kMaxNameBytes = 1024;
 
 // `what` may quote the file's record names: printable, so that none reaches a terminal as a code.
 [[noreturn]] void damaged(const std::string& what) {
@@ -155,6 +156,10 @@ ZipReader::Entry read_entry(const Block& f, uint64_t& at) {
   const uint64_t name_length = f.at(at + 28, 2);
   const uint64_t extra_length = f.at(at + 30, 2);
   const uint64_t comment_length = f.at(at + 32, 2);
+  // torch.save's names are short ("archive/data/17"); a long one would be held twice per record.
+  if (name_length > kMaxNameBytes) {
+    damaged("a record name of " + std::to_string(name_length) + " bytes");
+  }
   e.local_header = f.at(at + 42, 4);
   e.name = std::string(f.span(at + 46, name_length, "a record name"));
   read_zip64_extra(f, at + 46 + name_length, extra_length, usize, csize, e.local_header);

@@ -265,7 +265,26 @@ Opened open_checkpoint(const std::filesystem::path& path, const core::ReadOnlyFi
 serialize::DecodeLimits record_only() {
   serialize::DecodeLimits limits;
   limits.read_storages = false;
+  // Read before the model is known (it may name the model): as many objects as a checkpoint of
+  // the largest model dptrain builds takes, some thousands for ResNet-18's, many times over.
+  limits.objects = int64_t{1} << 16;
   return limits;
+}
+
+// The progress in `file`'s record, read first and with no storage: a checkpoint of another model
+// is named as such, not refused by the bounds this model sets on what the file may hold. The whole
+// record is read before anything is loaded, so a damaged one changes nothing.
+Progress checked_progress(const std::filesystem::path& path, const core::ReadOnlyFile& file,
+                          const config::Config& config, const std::vector<torch::Tensor>& params) {
+  const json record = open_checkpoint(path, file, record_only()).record;
+  try {
+    check_model(path, record, config, params);
+    warn_about_changes(path, record.at("config"), config);
+    return progress_of(record);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+                kDamagedHint);
+  }
 }
 
 }  // namespace
@@ -361,18 +380,7 @@ Progress read_checkpoint(const std::filesystem::path& path,
                          torch::optim::Optimizer& optimizer) {
   const std::vector<torch::Tensor> params = backend.parameters();
   const std::vector<torch::Tensor> state = model_state(backend);
-  // The record first, with no storage read: a checkpoint of another model is named as such, not
-  // refused by the bounds that this model sets on what the file may hold.
-  const json record = open_checkpoint(path, *file, record_only()).record;
-  Progress p;
-  try {  // the whole record is read before anything is loaded, so a damaged one changes nothing
-    check_model(path, record, config, params);
-    warn_about_changes(path, record.at("config"), config);
-    p = progress_of(record);
-  } catch (const json::exception& e) {
-    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
-                kDamagedHint);
-  }
+  Progress p = checked_progress(path, *file, config, params);
   const Opened opened = open_checkpoint(path, *file, model::decode_limits(state));
   const Value& root = *opened.root;
 

@@ -71,13 +71,22 @@ const std::vector<model::StateSpec>& lenet_specs() {
 
 }  // namespace
 
-TEST_CASE("one memoised megabyte named as the key of 50,000 dicts costs no megabyte each",
+TEST_CASE("one memoised key named by many dicts costs no copy of it each time",
           "[serialize][security]") {
   // A list holding the key, then each dict: EMPTY_DICT, BINGET 0 (the key), NONE, SETITEM,
-  // APPEND. A reader that kept a copy of each dict's keys held 50 GB for this 1.3 MB stream.
-  std::string body = "]" + binunicode(std::string(1 << 20, 'k')) + std::string("q\0", 2) + "a";
-  for (int i = 0; i < 50000; ++i) body += std::string("}h\0Nsa", 6);
-  CHECK(run_within_memory([&] { read_with_storage(stream(body)); }, kCeilingMb) == "returned");
+  // APPEND. The file: a key of 1 MB, which a reader that kept a copy of each dict's keys
+  // held 50,000 times; no name is that long.
+  const auto dicts = [](size_t key_bytes, int count) {
+    std::string body = "]" + binunicode(std::string(key_bytes, 'k')) + std::string("q\0", 2) + "a";
+    for (int i = 0; i < count; ++i) body += std::string("}h\0Nsa", 6);
+    return stream(body);
+  };
+  CHECK_THAT(run_within_memory([&] { read_with_storage(dicts(1 << 20, 50000)); }, kCeilingMb),
+             ContainsSubstring("threw: a dict key of 1048576 bytes, longer than the 1024 any name "
+                               "in a file of weights needs"));
+  // The longest key allowed, in 80,000 dicts: 80 MB of copies, none made.
+  CHECK(run_within_memory([&] { read_with_storage(dicts(1024, 80000)); }, kCeilingMb) ==
+        "returned");
 }
 
 TEST_CASE("a memoised object pushed again and again counts as an object made each time",
