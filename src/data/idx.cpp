@@ -43,6 +43,14 @@ class GzFile {
   GzFile(const GzFile&) = delete;
   GzFile& operator=(const GzFile&) = delete;
 
+  // Moves `count` bytes on: a seek in a plain file, inflating without keeping in a gzip one.
+  void skip(int64_t count) {
+    if (count > 0 && gzseek(file_, static_cast<z_off_t>(count), SEEK_CUR) < 0) {
+      int code = 0;
+      corrupt(path_, std::string("cannot read past its first values: ") + gzerror(file_, &code));
+    }
+  }
+
   // Reads up to `size` bytes; fewer only at the end of the data.
   size_t read(void* out, size_t size) {
     size_t done = 0;
@@ -142,13 +150,7 @@ IdxArray read_idx_items(const std::filesystem::path& path, int64_t first, int64_
   const int64_t item = std::accumulate(array.dims.begin() + 1, array.dims.end(), int64_t{1},
                                        std::multiplies<int64_t>());
   const int64_t end = std::min(first + count, array.dims[0]);
-  for (int64_t skipped = 0; skipped < first * item;) {  // read past, kept in one chunk
-    std::vector<uint8_t> scratch;
-    const size_t want = static_cast<size_t>(std::min<int64_t>(first * item - skipped, kChunk));
-    const size_t n = read_values(file, scratch, want);
-    skipped += static_cast<int64_t>(n);
-    if (n < want) truncated(path, skipped, array.dims[0] * item);
-  }
+  file.skip(first * item);  // read past, not kept
   const auto wanted = static_cast<size_t>(std::max<int64_t>(end - first, 0) * item);
   const size_t got = read_values(file, array.values, wanted);
   if (got != wanted) {

@@ -19,12 +19,17 @@ constexpr int64_t kSide = 28;
 // (16 megapixels of 8-bit grey, 4 of 8-bit RGBA, 2 of 16-bit RGBA): stb_image holds the inflated
 // scanlines, the samples at the file's depth and those at 8 bits at once, some 50 MB at most.
 constexpr int64_t kMaxPixels = int64_t{1} << 24;
+// Nor a side longer than this: resizing a 1 x 16M picture to 28 x 28 holds 28 x 16M values.
+constexpr int64_t kMaxSide = 16384;
 constexpr int64_t kMaxSampleBytes = int64_t{16} << 20;
 // A picture's file holds no more than its samples and a little (stored deflate blocks add 5 bytes
 // in 64 KB); an IDX file of 10,000 images (the test set's 7.8 MB) is the most predict takes at
 // once, 31 MB of model input.
 constexpr size_t kMaxPictureFileBytes = size_t{20} << 20;
 constexpr int64_t kMaxImagesAtOnce = 10000;
+// Nor does it read past more than this many (Fashion-MNIST has 70,000): a gzip file of 2 MB can
+// hold 2 GB of images, and reading past them costs seconds of inflating.
+constexpr int64_t kMaxImagesInFile = 100000;
 
 [[noreturn]] void not_an_image(const std::filesystem::path& path, const std::string& why) {
   throw core::Error(core::ErrorCode::kData, path.string() + ": " + why,
@@ -51,6 +56,13 @@ std::vector<InputImage> read_idx_images(const std::filesystem::path& path,
     not_an_image(path, "--index " + std::to_string(*index) + " is past its " +
                            std::to_string(count) + " images (0 to " + std::to_string(count - 1) +
                            ")");
+  }
+  if (count > kMaxImagesInFile) {
+    throw core::Error(core::ErrorCode::kData,
+                      path.string() + ": an IDX file of " + std::to_string(count) +
+                          " images, more than the " + std::to_string(kMaxImagesInFile) +
+                          " of any data set predict reads images from",
+                      "split the file, or write the images to predict as PNG or PGM files");
   }
   if (!index && count > kMaxImagesAtOnce) {
     throw core::Error(core::ErrorCode::kData,
@@ -109,10 +121,11 @@ InputImage read_picture(const std::filesystem::path& path, const std::string& by
     not_an_image(path,
                  std::string("not a readable PNG or PGM image (") + stbi_failure_reason() + ")");
   }
-  if (int64_t{width} * height > kMaxPixels) {
+  if (int64_t{width} * height > kMaxPixels || width > kMaxSide || height > kMaxSide) {
     not_an_image(path, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
                            " pixels, more than the " + std::to_string(kMaxPixels >> 20) +
-                           " megapixels dptrain decodes; scale it down first");
+                           " megapixels or " + std::to_string(kMaxSide) +
+                           " pixels a side dptrain decodes; scale it down first");
   }
   const int64_t sample_bytes =
       int64_t{width} * height * channels * (stbi_is_16_bit_from_memory(data, size) != 0 ? 2 : 1);

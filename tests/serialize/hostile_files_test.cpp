@@ -3,6 +3,8 @@
 // claims.
 #include <zlib.h>
 
+#include <optional>
+
 #include <caffe2/serialize/inline_container.h>
 
 #include "config/json_text.h"
@@ -233,7 +235,7 @@ TEST_CASE(
   const std::string vast =
       run_within_memory([&] { data::read_input_images(dir / "vast.png"); }, kCeilingMb);
   CHECK_THAT(vast, ContainsSubstring("vast.png: an image of 8192x8192 pixels, more than the "
-                                     "16 megapixels dptrain decodes"));
+                                     "16 megapixels or 16384 pixels a side dptrain decodes"));
   // A 64x64 image whose data inflate to 64 MB (a 64 KB zlib bomb): stb_image would inflate it
   // all, doubling its buffer as it went.
   testing::write_text(dir / "bomb.png", png(64, 64, zlib_of_zeros(size_t{64} << 20)));
@@ -380,6 +382,12 @@ TEST_CASE(
   CHECK_THAT(run_within_memory([&] { data::read_input_images(dir / "deep.png"); }, kCeilingMb),
              ContainsSubstring("deep.png: an image of 4096x4096 pixels whose samples take "
                                "134217728 bytes, more than the 16 MiB dptrain decodes"));
+  // 1 x 16,777,216 pixels, 16 MiB of samples: within both bounds, but resizing it to 28 x 28 would
+  // hold 28 x 16M values.
+  testing::write_text(dir / "tall.png", png(1, 1 << 24, zlib_of_zeros_streamed(uint64_t{2} << 24)));
+  CHECK_THAT(run_within_memory([&] { data::read_input_images(dir / "tall.png"); }, kCeilingMb),
+             ContainsSubstring("tall.png: an image of 1x16777216 pixels, more than the 16 "
+                               "megapixels or 16384 pixels a side dptrain decodes"));
   // A sparse file of 2 GiB that starts as a PNG: refused by its size, unread.
   testing::write_text(dir / "vast.png", png(28, 28, zlib_of_zeros(28 * 29)));
   std::filesystem::resize_file(dir / "vast.png", uint64_t{2} << 30);
@@ -390,25 +398,36 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "predict on an IDX file of 300,000 images: refused whole, and --index reads one image, "
-    "within 100 MB",
+    "predict on IDX files of 300,000 and 100,000 images: the first refused, the second refused "
+    "whole, and --index reads one image of it, within 100 MB",
     "[serialize][security]") {
   TempDir dir;
-  const auto file = dir / "many.gz";
-  {  // 235 MB of zero images in about 230 KB of gzip, written a piece at a time
+  // Zero images in a few hundred kilobytes of gzip, written a piece at a time.
+  const auto write_images = [&](const std::filesystem::path& file, uint32_t count) {
     gzFile out = gzopen(file.c_str(), "wb9");
-    const std::vector<uint8_t> header = testing::idx_bytes({300000, 28, 28}, {});
+    const std::vector<uint8_t> header = testing::idx_bytes({count, 28, 28}, {});
     gzwrite(out, header.data(), static_cast<unsigned>(header.size()));
     const std::string zeros(size_t{28} * 28 * 1000, '\0');
-    for (int i = 0; i < 300; ++i) gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size()));
+    for (uint32_t i = 0; i < count / 1000; ++i) {
+      gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size()));
+    }
     gzclose(out);
+  };
+  const auto many = dir / "many.gz";
+  write_images(many, 300000);
+  CHECK(std::filesystem::file_size(many) < (size_t{1} << 20));
+  for (const std::optional<int64_t> index : {std::optional<int64_t>(), std::optional<int64_t>(5)}) {
+    CHECK_THAT(run_within_memory([&] { data::read_input_images(many, index); }, kCeilingMb),
+               ContainsSubstring("many.gz: an IDX file of 300000 images, more than the 100000 of "
+                                 "any data set predict reads images from"));
   }
-  CHECK(std::filesystem::file_size(file) < (size_t{1} << 20));
+  const auto file = dir / "some.gz";
+  write_images(file, 100000);
   CHECK_THAT(run_within_memory([&] { data::read_input_images(file); }, kCeilingMb),
-             ContainsSubstring("many.gz: an IDX file of 300000 images, more than the 10000 "
+             ContainsSubstring("some.gz: an IDX file of 100000 images, more than the 10000 "
                                "predict takes at once"));
   std::vector<data::InputImage> images;
-  CHECK(run_within_memory([&] { images = data::read_input_images(file, 299999); }, kCeilingMb) ==
+  CHECK(run_within_memory([&] { images = data::read_input_images(file, 99999); }, kCeilingMb) ==
         "returned");
   images = data::read_input_images(file, 5);
   REQUIRE(images.size() == 1);
