@@ -14,14 +14,18 @@ namespace {
 
 // The message of a log line, made printable (core/terminal.h): messages quote what files hold (a
 // state_dict's names, a config's values), and nothing in them may reach the terminal as a code.
-// One message may still span several lines.
+// One message may still span several lines; each after the first is indented, so that a line
+// break in a file's text cannot start what reads as a log line of its own.
 class PrintableMessage : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
     const std::string text =
         printable(std::string_view(msg.payload.data(), msg.payload.size()), LineBreaks::kKeep);
-    dest.append(text.data(), text.data() + text.size());
+    for (const char c : text) {
+      dest.push_back(c);
+      if (c == '\n') dest.append(std::string_view("  "));
+    }
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<PrintableMessage>();

@@ -48,6 +48,22 @@ size_t utf8_length(std::string_view text, size_t at) {
   return length;
 }
 
+// The code point at `at` (a sequence of `length` bytes) when it is one that reorders or breaks
+// what a terminal shows (Unicode's bidirectional controls, as in "Trojan Source", and the line
+// and paragraph separators), else 0.
+unsigned reordering_code(std::string_view text, size_t at, size_t length) {
+  if (length == 2 && static_cast<uint8_t>(text[at]) == 0xd8 &&
+      static_cast<uint8_t>(text[at + 1]) == 0x9c) {
+    return 0x061c;  // Arabic letter mark
+  }
+  if (length != 3 || static_cast<uint8_t>(text[at]) != 0xe2) return 0;
+  const unsigned code = 0x2000 | (static_cast<uint8_t>(text[at + 1]) & 0x3f) << 6 |
+                        (static_cast<uint8_t>(text[at + 2]) & 0x3f);
+  const bool reorders = (code >= 0x200e && code <= 0x200f) || (code >= 0x2028 && code <= 0x202e) ||
+                        (code >= 0x2066 && code <= 0x2069);
+  return reorders ? code : 0;
+}
+
 }  // namespace
 
 std::string printable(std::string_view text, LineBreaks breaks) {
@@ -70,6 +86,9 @@ std::string printable(std::string_view text, LineBreaks breaks) {
     } else if (c == 0xc2 && static_cast<uint8_t>(text[at + 1]) < 0xa0) {  // C1: U+0080..U+009F
       out += hex_escape("\\u00", static_cast<uint8_t>(text[at + 1]), 2);
       at += 2;
+    } else if (const unsigned code = reordering_code(text, at, length); code != 0) {
+      out += hex_escape("\\u", code, 4);
+      at += length;
     } else {
       out.append(text.substr(at, length));
       at += length;

@@ -19,6 +19,11 @@ TEST_CASE("printable() writes out every code a terminal would act on, and keeps 
   CHECK(printable("\xff\xfe and \xc0\xaf and \xed\xa0\x80") ==
         "\\xff\\xfe and \\xc0\\xaf and \\xed\\xa0\\x80");
   CHECK(printable("\xe2\x80") == "\\xe2\\x80");  // cut short
+  // What reorders or breaks a line: right-to-left override, isolates, the line separator.
+  CHECK(printable("a\xe2\x80\xae"
+                  "b\xe2\x81\xa6"
+                  "c\xe2\x80\xa8"
+                  "d") == "a\\u202eb\\u2066c\\u2028d");
   // Printable UTF-8 passes whole: accents, CJK, emoji, and U+00A0 just past the C1 range.
   CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82 \xc2\xa0") ==
         "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82 \xc2\xa0");
