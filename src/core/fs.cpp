@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -185,45 +186,84 @@ std::string read_regular_file(const std::filesystem::path& path, size_t max_byte
 
 namespace {
 
-// Every folder above `dir` must be one that nobody else can change: owned by root or this user,
-// and not writable by others unless sticky (as /tmp is, where only an entry's owner may rename
-// it). Else another user could rename a folder on the way mid-run and put one of their own (or a
-// link) in its place, and take every file dptrain writes after that. This checks the folders
-// above `path`, one spelling of `dir`.
-void check_folders_above(const std::filesystem::path& dir, const std::filesystem::path& path,
-                         const std::string& what) {
-  for (std::filesystem::path above = path.parent_path();; above = above.parent_path()) {
-    struct stat st {};
-    if (::stat(above.c_str(), &st) != 0) {
-      fail(dir, what + " lies under " + above.string() + ", which cannot be examined",
-           "write to a folder whose every parent is yours or root's");
-    }
-    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-      throw Error(ErrorCode::kIo,
-                  dir.string() + ": " + what + " lies under " + above.string() +
-                      ", which belongs to another user (uid " + std::to_string(st.st_uid) +
-                      "), who could move it away and put a folder of their own in its place",
-                  "write to a folder whose every parent is yours or root's");
-    }
-    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
-      throw Error(ErrorCode::kIo,
-                  dir.string() + ": " + what + " lies under " + above.string() +
-                      ", which every user may write to: anyone could move it away and put a "
-                      "folder of their own in its place",
-                  "write to a folder of your own, or chmod o-w (or +t) " + above.string());
-    }
-    if (above == above.parent_path()) return;
+// Refuses, naming `dir`, a `folder` on its way that someone besides root and this user could
+// change: another user's, or one that others (or a group other than the user's own) may write to
+// without the sticky bit (as /tmp has, where only an entry's owner may rename it). Whoever can
+// rename a folder on the way could move the run's folder aside mid-run, put one of their own (or a
+// link) in its place, and take every file dptrain writes after that.
+void check_folder(const std::filesystem::path& dir, const std::filesystem::path& folder,
+                  const std::string& what) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0) {
+    fail(dir, what + " lies under " + folder.string() + ", which cannot be examined",
+         "write to a folder whose every parent is yours or root's");
+  }
+  const std::string under = dir.string() + ": " + what + " lies under " + folder.string();
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    throw Error(ErrorCode::kIo,
+                under + ", which belongs to another user (uid " + std::to_string(st.st_uid) +
+                    "), who could move it away and put a folder of their own in its place",
+                "write to a folder whose every parent is yours or root's");
+  }
+  if (st.st_mode & S_ISVTX) return;
+  if (st.st_mode & S_IWOTH) {
+    throw Error(ErrorCode::kIo,
+                under +
+                    ", which every user may write to: anyone could move it away and put a "
+                    "folder of their own in its place",
+                "write to a folder of your own, or chmod o-w (or +t) " + folder.string());
+  }
+  if ((st.st_mode & S_IWGRP) && st.st_gid != ::getegid()) {
+    throw Error(ErrorCode::kIo,
+                under + ", which group " + std::to_string(st.st_gid) +
+                    " may write to: any of its members could move it away and put a folder of "
+                    "their own in its place",
+                "write to a folder of your own, or chmod g-w (or +t) " + folder.string());
   }
 }
 
-// The folders above `dir` as typed (whoever may rename a folder that holds a link on the way could
-// point it elsewhere), and as the kernel resolves it, links followed.
+// Walks to `dir` as the kernel does, a name at a time, following each link: every folder passed
+// through must be one nobody else can change (check_folder), and every link followed one that
+// nobody else made (whoever did could point it elsewhere). `dir` itself is the caller's to check.
 void check_ancestors(const std::filesystem::path& dir, const std::string& what) {
-  std::error_code ec;
-  const std::filesystem::path real = std::filesystem::canonical(dir, ec);
-  if (ec) return;  // the caller's own check of `dir` says why
-  check_folders_above(dir, std::filesystem::absolute(dir).lexically_normal(), what);
-  check_folders_above(dir, real, what);
+  constexpr int kMaxLinks = 40;  // as the kernel's ELOOP
+  std::deque<std::filesystem::path> names;
+  for (const auto& name : std::filesystem::absolute(dir).lexically_normal().relative_path()) {
+    names.push_back(name);
+  }
+  std::filesystem::path at = "/";
+  check_folder(dir, at, what);
+  for (int links = 0; !names.empty();) {
+    const std::filesystem::path name = names.front();
+    names.pop_front();
+    if (name.empty() || name == ".") continue;
+    if (name == "..") {
+      at = at.parent_path();
+      continue;
+    }
+    const std::filesystem::path next = at / name;
+    struct stat st {};
+    if (::lstat(next.c_str(), &st) != 0) return;  // missing: the caller's own checks say why
+    if (S_ISLNK(st.st_mode)) {
+      if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+        throw Error(ErrorCode::kIo,
+                    dir.string() + ": " + what + " lies through " + next.string() +
+                        ", a link that another user (uid " + std::to_string(st.st_uid) +
+                        ") made, who could point it elsewhere",
+                    "write to a folder whose every parent is yours or root's");
+      }
+      std::error_code ec;
+      const std::filesystem::path target = std::filesystem::read_symlink(next, ec);
+      if (ec || ++links > kMaxLinks) return;  // the caller's own checks say why
+      if (target.is_absolute()) at = "/";
+      const std::filesystem::path rest = target.relative_path();
+      names.insert(names.begin(), rest.begin(), rest.end());
+      continue;
+    }
+    if (names.empty()) return;
+    check_folder(dir, next, what);
+    at = next;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "support/catch.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +107,30 @@ TEST_CASE(
                     ContainsSubstring("the output folder lies under " + theirs.string() +
                                       ", which belongs to another user (uid 65534), who could "
                                       "move it away"));
+  // A folder its group may write to, when that group is not the user's own.
+  const auto shared = dir / "shared";
+  std::filesystem::create_directories(shared / "sub");
+  REQUIRE(::chown(shared.c_str(), 0, 65534) == 0);
+  REQUIRE(::chmod(shared.c_str(), 0775) == 0);
+  CHECK_THROWS_WITH(
+      dptrain::core::ensure_own_folder(shared / "sub" / "run", "the output folder"),
+      ContainsSubstring("lies under " + shared.string() + ", which group 65534 may write to"));
+  // A link of this user's that leads through a link another user made: that one could be
+  // pointed elsewhere mid-run.
+  std::filesystem::create_directories(dir / "safe");
+  std::filesystem::create_directories(dir / "elsewhere");
+  std::filesystem::create_directories(dir / "between");
+  std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "between" / "theirs");
+  REQUIRE(::lchown((dir / "between" / "theirs").c_str(), 65534, 65534) == 0);
+  std::filesystem::create_directory_symlink(dir / "between" / "theirs", dir / "safe" / "mine");
+  CHECK_THROWS_WITH(
+      dptrain::core::ensure_own_folder(dir / "safe" / "mine" / "run", "the output folder"),
+      ContainsSubstring("lies through " + (dir / "between" / "theirs").string() +
+                        ", a link that another user (uid 65534) made"));
+  // The same chain of this user's own links is fine.
+  REQUIRE(::lchown((dir / "between" / "theirs").c_str(), 0, 0) == 0);
+  dptrain::core::ensure_own_folder(dir / "safe" / "mine" / "run", "the output folder");
+  CHECK(std::filesystem::is_directory(dir / "elsewhere" / "run"));
 }
 
 TEST_CASE("the temporary files of a writer that was killed are removed, a live writer's kept",
