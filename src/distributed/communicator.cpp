@@ -103,6 +103,36 @@ Heartbeat::Check group_watch(int rank, std::chrono::milliseconds timeout) {
   };
 }
 
+// The process group over `transport`: NCCL's, bound to `device`, or Gloo's at `endpoint`.
+c10::intrusive_ptr<core::compat::CollectiveGroup> make_group(
+    Transport transport, const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+    torch::Device device, std::chrono::milliseconds timeout, const Endpoint& endpoint) {
+  (void)device;  // one of the two is unused where a build lacks NCCL or Gloo
+  (void)endpoint;
+  if (transport == Transport::kNccl) {
+#if DPTRAIN_WITH_NCCL
+    // NCCL binds its communicator to the current device.
+    c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+#else
+    throw Error(ErrorCode::kDevice,
+                "rank " + std::to_string(rank) + ": this LibTorch build has no NCCL",
+                "use parallel.dist_backend \"gloo\", or a CUDA build of LibTorch");
+#endif
+  }
+#if DPTRAIN_WITH_GLOO
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  options->devices.push_back(gloo_device(endpoint));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+#else
+  throw Error(ErrorCode::kDevice,
+              "rank " + std::to_string(rank) + ": this build of dptrain has no Gloo",
+              "use parallel.dist_backend \"nccl\" with GPUs, or rebuild with libgloo-dev");
+#endif
+}
+
 }  // namespace
 
 const char* transport_name(Transport transport) {
@@ -146,30 +176,8 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   const core::Stopwatch waited;
   try {
     store_->set(arrival_key(key_prefix, rank_), std::vector<uint8_t>{1});
-    if (transport_ == Transport::kNccl) {
-#if DPTRAIN_WITH_NCCL
-      // NCCL binds its communicator to the current device.
-      c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
-      auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = timeout;
-      group_->collectives =
-          c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank_, world_size_, options);
-#else
-      (void)device;
-      throw Error(ErrorCode::kDevice, rank_text + ": this LibTorch build has no NCCL",
-                  "use parallel.dist_backend \"gloo\", or a CUDA build of LibTorch");
-#endif
-    } else {
-#if DPTRAIN_WITH_GLOO
-      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      options->devices.push_back(gloo_device(endpoint));
-      group_->collectives =
-          c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank_, world_size_, options);
-#else
-      throw Error(ErrorCode::kDevice, rank_text + ": this build of dptrain has no Gloo",
-                  "use parallel.dist_backend \"nccl\" with GPUs, or rebuild with libgloo-dev");
-#endif
-    }
+    group_->collectives =
+        make_group(transport_, prefixed, rank_, world_size_, device, timeout, endpoint);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
