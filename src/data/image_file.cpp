@@ -19,9 +19,9 @@ constexpr int64_t kSide = 28;
 // (16 megapixels of 8-bit grey, 4 of 8-bit RGBA, 2 of 16-bit RGBA): stb_image holds the inflated
 // scanlines, the samples at the file's depth and those at 8 bits at once, some 50 MB at most.
 constexpr int64_t kMaxPixels = int64_t{1} << 24;
+constexpr int64_t kMaxSampleBytes = int64_t{16} << 20;
 // Nor a side longer than this: resizing a 1 x 16M picture to 28 x 28 holds 28 x 16M values.
 constexpr int64_t kMaxSide = 16384;
-constexpr int64_t kMaxSampleBytes = int64_t{16} << 20;
 // A picture's file holds no more than its samples and a little (stored deflate blocks add 5 bytes
 // in 64 KB); an IDX file of 10,000 images (the test set's 7.8 MB) is the most predict takes at
 // once, 31 MB of model input.

@@ -27,10 +27,6 @@ bool private_to_me(const struct stat& st) {
   return st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
 }
 
-}  // namespace
-
-namespace {
-
 // `dir`, made with mode 700 when missing, checked to be a private folder of this user's.
 std::filesystem::path private_folder(const std::filesystem::path& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
