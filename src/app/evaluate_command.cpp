@@ -23,8 +23,8 @@ int run_evaluate(const cli::Command& command, const std::vector<std::string>& ar
       distributed::detect_launcher(distributed::process_environment())
           .value_or(distributed::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);
-  spdlog::info("evaluating {} on its {} set, with the experiment of {}",
-               command.model_file.string(), command.split, source);
+  spdlog::info("evaluating {} on its {} set in batches of {}, with the experiment of {}",
+               command.model_file.string(), command.split, config.data.batch_size, source);
   const train::Split split = command.split == "val" ? train::Split::kVal : train::Split::kTest;
   const train::EvalResult result =
       train::evaluate_model_file(config, rank, command.model_file, split);

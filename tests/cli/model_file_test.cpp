@@ -183,6 +183,36 @@ TEST_CASE("predict gives the model's labels, and a PNG of an IDX image the same 
   }
 }
 
+TEST_CASE(
+    "evaluate takes the model and data of the config.json beside a model, never how it loads "
+    "them",
+    "[cli][model][security]") {
+  TempDir dir;
+  const auto run =
+      train_short(dir, "run", " --set parallel.devices=cpu --set train.limit_train_batches=2");
+  // Planted beside the model: a batch of 10,000 images (1.6 GB at once) and 64 workers.
+  auto config = nlohmann::json::parse(core::read_text_file(run / "config.json"));
+  config["data"]["batch_size"] = 10000;
+  config["data"]["num_workers"] = 64;
+  write_text(run / "config.json", config.dump());
+  const auto r = run_dptrain("evaluate --model " + (run / "model.pt").string() +
+                             " --set train.limit_eval_batches=1");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, ContainsSubstring("in batches of 256, with the experiment of " +
+                                      (run / "config.json").string() + " (beside the model)"));
+  // Given with --config, an experiment is taken whole.
+  config["data"]["batch_size"] = 1000;
+  config["data"]["num_workers"] = 0;
+  write_text(dir / "whole.json", config.dump());
+  const auto whole =
+      run_dptrain("evaluate --model " + (run / "model.pt").string() + " --config " +
+                  (dir / "whole.json").string() + " --set train.limit_eval_batches=1");
+  INFO(whole.err);
+  CHECK(whole.status == 0);
+  CHECK_THAT(whole.err, ContainsSubstring("in batches of 1000,"));
+}
+
 TEST_CASE("predict and evaluate name the bad file and still answer the good ones", "[cli][model]") {
   TempDir dir;
   const auto run =
