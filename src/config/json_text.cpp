@@ -4,16 +4,36 @@
 
 namespace dptrain::config {
 
-nlohmann::json parse_json(const std::string& text) {
+// Outside strings, each '[' or '{' opens a level and each ',' starts another value. Malformed
+// text is the parser's to report.
+void check_json_size(const std::string& text) {
   using nlohmann::json;
-  const json::parser_callback_t bounded = [](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxJsonDepth) {
+  int depth = 0;
+  size_t values = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character, a quote among them
+      if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == ']' || c == '}') --depth;
+    if ((c == '[' || c == '{') && ++depth > kMaxJsonDepth) {
       throw json::out_of_range::create(
           406, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", nullptr);
     }
-    return true;
-  };
-  return json::parse(text, bounded);
+    if ((c == ',' || c == '[' || c == '{') && ++values > kMaxJsonValues) {
+      throw json::out_of_range::create(
+          406, "more than " + std::to_string(kMaxJsonValues) + " values", nullptr);
+    }
+  }
+}
+
+nlohmann::json parse_json(const std::string& text) {
+  check_json_size(text);
+  return nlohmann::json::parse(text);
 }
 
 std::string plain_json_error(const nlohmann::json::exception& e) {

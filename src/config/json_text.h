@@ -1,6 +1,9 @@
 // JSON text from files dptrain did not write (experiments, checkpoint records), parsed with a
-// bound on nesting: nlohmann's parser keeps its own stack, but flattening, comparing and freeing
-// a value recurse, and a few megabytes of brackets would overflow the thread's stack.
+// bound on nesting and on values: nlohmann's parser keeps its own stack, but flattening, comparing
+// and freeing a value recurse, and a few megabytes of brackets would overflow the thread's stack;
+// and each value costs some 50 bytes or more once parsed, so 2 MB of `{},` would cost 50 MB. Both
+// are counted in one pass before the parser runs (a callback to the parser would do it too, but
+// nlohmann then scans a container's parent again each time an object closes: quadratic).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,9 +13,16 @@ namespace dptrain::config {
 
 // Experiments nest three deep; checkpoint records, with their config, four.
 constexpr int kMaxJsonDepth = 64;
+// A resolved experiment holds some hundred values, a checkpoint's record some thousands. Counted
+// as the text's commas and opening brackets, about twice the values.
+constexpr size_t kMaxJsonValues = size_t{1} << 19;
+
+// Refuses, as an out_of_range saying which, text nested deeper than kMaxJsonDepth or of more than
+// kMaxJsonValues values, in one pass that builds nothing: a file of JSON lines as a whole, too.
+void check_json_size(const std::string& text);
 
 // Throws nlohmann::json::exception for malformed text, and for text nested deeper than
-// kMaxJsonDepth (an out_of_range saying so).
+// kMaxJsonDepth or of more than kMaxJsonValues values (an out_of_range saying so).
 nlohmann::json parse_json(const std::string& text);
 
 // An exception of parse_json in plain words: nlohmann's "[json.exception.parse_error.101] parse

@@ -14,7 +14,7 @@ namespace dptrain::core {
 
 // The text files dptrain reads (experiments, run.json, metrics) are small: a bigger one is refused
 // as soon as the bound is passed, whatever its size claims.
-constexpr size_t kMaxTextFileBytes = size_t{64} << 20;
+constexpr size_t kMaxTextFileBytes = size_t{16} << 20;
 
 // A whole text file; an I/O error naming it when it cannot be read or passes the bound.
 std::string read_text_file(const std::filesystem::path& path);

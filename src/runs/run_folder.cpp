@@ -29,7 +29,14 @@ nlohmann::json read_json(const std::filesystem::path& file) {
 
 std::vector<nlohmann::json> read_json_lines(const std::filesystem::path& file) {
   std::vector<nlohmann::json> lines;
-  std::istringstream text(core::read_regular_file(file));
+  const std::string whole = core::read_regular_file(file);
+  try {  // all its lines' values together, before any is parsed
+    config::check_json_size(whole);
+  } catch (const nlohmann::json::exception& e) {
+    throw core::Error(core::ErrorCode::kIo, file.string() + ": " + config::plain_json_error(e),
+                      "is this a run folder dptrain wrote? leave it out of the list");
+  }
+  std::istringstream text(whole);
   std::string line;
   for (int number = 1; std::getline(text, line); ++number) {
     if (line.empty()) continue;

@@ -67,7 +67,7 @@ std::filesystem::path run_ok(const TempDir& dir, const std::string& name,
 // model.pt's tensors by name.
 std::map<std::string, torch::Tensor> state_of(const std::filesystem::path& model_pt) {
   std::map<std::string, torch::Tensor> state;
-  for (auto& [name, t] : model::decode_state_dict(core::read_text_file(model_pt))) state[name] = t;
+  for (auto& [name, t] : model::decode_state_dict(read_bytes(model_pt))) state[name] = t;
   return state;
 }
 

@@ -1,6 +1,9 @@
 // Files made to exhaust memory or to reach a decoder's weak spots: each is refused within 100 MB
 // of address space (support/memory.h), with an error that says why, instead of allocating what it
 // claims.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <optional>
@@ -314,6 +317,39 @@ TEST_CASE("a checkpoint record nested 100,000 deep is a damaged record, not a cr
   testing::write_text(dir / "deep.json", deep);
   CHECK_THROWS_WITH(config::load_config(dir / "deep.json", {}, {"lenet"}),
                     ContainsSubstring("deep.json: not valid JSON: nested deeper than 64 levels"));
+}
+
+TEST_CASE(
+    "JSON of 300,000 empty objects is refused before it is parsed, and 250,000 parse in linear "
+    "time",
+    "[serialize][security]") {
+  const auto objects = [](size_t count) {
+    std::string text = "[";
+    for (size_t i = 0; i < count; ++i) text += i ? ",{}" : "{}";
+    return text + "]";
+  };
+  // 300,000 empty objects: 900 KB of text, 30 MB and more once parsed.
+  CHECK_THROWS_WITH(config::parse_json(objects(300000)),
+                    ContainsSubstring("more than 524288 values"));
+  // nlohmann's parser, given a callback, scans an array again each time an object in it closes:
+  // 250,000 took minutes. Run under a CPU limit many times what it now takes.
+  const std::string text = objects(250000);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const rlimit cpu{10, 10};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    try {  // the child never returns to Catch, whatever happens
+      ::_exit(config::parse_json(text).size() == 250000 ? 0 : 1);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // Brackets inside strings are text, not levels or values.
+  CHECK(config::parse_json("[\"" + std::string(100, '[') + ",\\\"{\"]").size() == 1);
 }
 
 TEST_CASE("a sparse file that claims 16 GB costs what is read of it, not 16 GB",

@@ -1,5 +1,6 @@
 #include "support/fixtures.h"
 
+#include "core/fs.h"
 #include "data/idx.h"
 
 #include <arpa/inet.h>
@@ -62,6 +63,10 @@ void write_gzip(const std::filesystem::path& path, const std::vector<uint8_t>& b
 void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  return core::read_regular_file(path, size_t{1} << 30);
 }
 
 void write_tiny_dataset(const std::filesystem::path& dir, int64_t train, int64_t test) {

@@ -28,6 +28,9 @@ std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims,
 void write_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 void write_gzip(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 void write_text(const std::filesystem::path& path, const std::string& text);
+// A file of any kind and size up to 1 GiB (a ResNet's model.pt passes the 16 MiB that dptrain's
+// own text reads take).
+std::string read_bytes(const std::filesystem::path& path);
 
 // Writes the four (Fashion-)MNIST files of a tiny data set: `train` and `test` images of 28x28
 // whose pixels encode their index, labels index % 10.

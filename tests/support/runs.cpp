@@ -6,6 +6,7 @@
 
 #include "core/fs.h"
 #include "model/state_dict.h"
+#include "support/fixtures.h"
 
 namespace dptrain::testing {
 
@@ -27,7 +28,7 @@ std::vector<std::string> momentum_sgd_job(const std::filesystem::path& data_dir,
 
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt) {
   std::vector<torch::Tensor> params;
-  for (const auto& entry : model::decode_state_dict(core::read_text_file(model_pt))) {
+  for (const auto& entry : model::decode_state_dict(read_bytes(model_pt))) {
     params.push_back(entry.second);
   }
   return params;

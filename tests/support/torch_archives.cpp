@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "serialize/little_endian.h"
 #include "serialize/zip_reader.h"
+#include "support/fixtures.h"
 
 namespace dptrain::testing {
 namespace {
@@ -125,7 +126,7 @@ int relocate_storages(const std::filesystem::path& from, const std::filesystem::
   int changed = 0;
   // Each storage's persistent id: ('storage', torch.XStorage, key, location, numel). Only the
   // location after each 'storage' changes, not other texts that read "cpu".
-  const std::string out = edit_data_pkl(core::read_text_file(from), [&](std::string& bytes) {
+  const std::string out = edit_data_pkl(read_bytes(from), [&](std::string& bytes) {
     for (size_t at = bytes.find(storage); at != std::string::npos; at = bytes.find(storage, at)) {
       const size_t where = bytes.find(cpu, at);
       if (where == std::string::npos) break;
