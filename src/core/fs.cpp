@@ -228,7 +228,8 @@ void check_folder(const std::filesystem::path& dir, const std::filesystem::path&
 void check_ancestors(const std::filesystem::path& dir, const std::string& what) {
   constexpr int kMaxLinks = 40;  // as the kernel's ELOOP
   std::deque<std::filesystem::path> names;
-  for (const auto& name : std::filesystem::absolute(dir).lexically_normal().relative_path()) {
+  // Not normalised: "link/.." is the folder above the link's target, as the kernel takes it.
+  for (const auto& name : std::filesystem::absolute(dir).relative_path()) {
     names.push_back(name);
   }
   std::filesystem::path at = "/";

@@ -127,6 +127,16 @@ TEST_CASE(
       dptrain::core::ensure_own_folder(dir / "safe" / "mine" / "run", "the output folder"),
       ContainsSubstring("lies through " + (dir / "between" / "theirs").string() +
                         ", a link that another user (uid 65534) made"));
+  // "link/.." is the folder above the link's target, as the kernel takes it, not the folder the
+  // link is in.
+  REQUIRE(::lchown((dir / "between" / "theirs").c_str(), 0, 0) == 0);
+  const auto foreign = dir / "foreign";
+  std::filesystem::create_directories(foreign / "sub");
+  REQUIRE(::chown(foreign.c_str(), 65534, 65534) == 0);
+  std::filesystem::create_directory_symlink(foreign / "sub", dir / "safe" / "into");
+  CHECK_THROWS_WITH(
+      dptrain::core::ensure_own_folder(dir / "safe" / "into" / ".." / "run", "the output folder"),
+      ContainsSubstring("lies under " + foreign.string() + ", which belongs to another user"));
   // The same chain of this user's own links is fine.
   REQUIRE(::lchown((dir / "between" / "theirs").c_str(), 0, 0) == 0);
   dptrain::core::ensure_own_folder(dir / "safe" / "mine" / "run", "the output folder");
