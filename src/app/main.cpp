@@ -55,7 +55,9 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
       if (command.list_keys) {
         std::cout << config::key_table_markdown();
       } else {
-        std::cout << config::to_json(app::resolve(command)).dump(2) << std::endl;
+        // Every character past ASCII as \uXXXX: the experiment file's text reaches a terminal.
+        std::cout << config::to_json(app::resolve(command)).dump(2, ' ', /*ensure_ascii=*/true)
+                  << std::endl;
       }
       return 0;
     case cli::Action::kTrain:

@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/terminal.h"
 #include "core/wall_clock.h"
 #include "runs/sweep.h"
 
@@ -113,8 +114,10 @@ int run_sweep(const cli::Command& command) {
   }
   const int status = runs::run_points(plan, indices, command.index ? 1 : command.jobs);
   const std::string table = runs::write_sweep_table(plan.dir, points.size());
-  std::cout << table << "sweep folder: " << plan.dir.string()
-            << " (table: " << (plan.dir / "compare.md").string() << ")" << std::endl;
+  // The folder is named after the experiment, whose name is the file's text.
+  std::cout << table << "sweep folder: " << core::printable(plan.dir.string())
+            << " (table: " << core::printable((plan.dir / "compare.md").string()) << ")"
+            << std::endl;
   return status;
 }
 

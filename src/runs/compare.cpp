@@ -120,9 +120,9 @@ bool looks_like_formula(const std::string& cell) {
 }
 
 std::string csv_cell(const std::string& raw) {
-  const std::string cell =
-      (looks_like_formula(raw) ? "'" : "") + core::printable(raw, core::LineBreaks::kKeep);
-  if (cell.find_first_of(",\"\n\t'") == std::string::npos) return cell;
+  // Line breaks spelled out too: a cell printed to a terminal must not start a line of its own.
+  const std::string cell = (looks_like_formula(raw) ? "'" : "") + core::printable(raw);
+  if (cell.find_first_of(",\"'") == std::string::npos) return cell;
   std::string quoted = "\"";
   for (char c : cell) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";

@@ -65,6 +65,16 @@ TEST_CASE("config prints the resolved experiment with overrides applied", "[cli]
   CHECK(resolved.at("train").at("epochs") == 6);
   CHECK(resolved.at("parallel").at("devices") == nlohmann::json::array({"cpu"}));
   CHECK(resolved.at("optimizer").at("lr") == 0.2);
+  // An experiment's text reaches the terminal as JSON escapes, never as codes.
+  write_text(dir / "loud.json", R"({"name": "\u001b]0;pwned\u0007\u009b31m\u202e"})");
+  const auto loud = run_dptrain("config --config " + (dir / "loud.json").string());
+  REQUIRE(loud.status == 0);
+  CHECK(loud.out.find('\x1b') == std::string::npos);
+  CHECK(loud.out.find("\xc2\x9b") == std::string::npos);
+  CHECK(loud.out.find("\xe2\x80\xae") == std::string::npos);
+  CHECK(nlohmann::json::parse(loud.out).at("name") ==
+        "\x1b]0;pwned\x07\xc2\x9b"
+        "31m\xe2\x80\xae");
 }
 
 TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[cli]") {
