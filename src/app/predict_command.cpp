@@ -78,7 +78,7 @@ int run_predict(const cli::Command& command) {
       failed = true;
       continue;
     }
-    constexpr size_t kBatch = 1024;
+    constexpr size_t kBatch = 256;  // LeNet's activations for 256 images: some 35 MB
     for (size_t first = 0; first < images.size(); first += kBatch) {
       std::vector<torch::Tensor> batch;
       for (size_t i = first; i < std::min(images.size(), first + kBatch); ++i) {

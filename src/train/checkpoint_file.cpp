@@ -104,17 +104,26 @@ void check_model(const std::filesystem::path& path, const json& record,
 
 void warn_about_changes(const std::filesystem::path& path, const json& saved,
                         const config::Config& config) {
+  if (!saved.is_object()) {  // a json error: the caller names the record damaged
+    throw json::type_error::create(302, "its config is no object", nullptr);
+  }
+  // A setting a line, up to a screenful: a record may hold any number of keys.
+  constexpr int kMostShown = 20;
   const json now = config::to_json(config).flatten();
   const json then = saved.flatten();
+  int differ = 0;
   for (const auto& [key, value] : then.items()) {
     if (may_differ(key)) continue;
     const auto it = now.find(key);
-    if (it == now.end() || *it != value) {
+    if ((it == now.end() || *it != value) && ++differ <= kMostShown) {
       spdlog::warn(
           "resuming {}: {} was {} and is now {}; the run will not match an "
           "uninterrupted one",
           path.string(), key, value.dump(), it == now.end() ? "absent" : it->dump());
     }
+  }
+  if (differ > kMostShown) {
+    spdlog::warn("resuming {}: {} more settings differ", path.string(), differ - kMostShown);
   }
   // More epochs change nothing a step computes, but cosine and onecycle lay their shape over the
   // whole run: from the resumed step on, the rate follows the longer (or shorter) curve.

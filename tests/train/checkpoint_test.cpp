@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstring>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 #include "support/catch.h"
 
 #include "config/load.h"
@@ -320,6 +322,21 @@ TEST_CASE(
     train::read_checkpoint(dir / "rng.pt", lenet_config(), other.backend, other.sgd);
     CHECK(torch::rand({1}).item<float>() >= 0);  // a draw from it
   }
+}
+
+TEST_CASE("a checkpoint whose record's config is no object is refused, not flattened into warnings",
+          "[train][checkpoint][security]") {
+  TempDir dir;
+  const serialize::ValuePtr root = whole_checkpoint(dir);
+  auto record = nlohmann::json::parse(entry_of(root, "record")->text);
+  record["config"] = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) record["config"].push_back(i);  // a warning a key, once
+  entry_of(root, "record") = serialize::text(record.dump());
+  core::write_file_atomic(dir / "listed.pt", serialize::encode_torch_file(*root));
+  Trainee other(2);
+  CHECK_THAT(refusal(dir / "listed.pt", other),
+             ContainsSubstring("listed.pt: a damaged checkpoint record: "));
+  CHECK_THAT(refusal(dir / "listed.pt", other), ContainsSubstring("its config is no object"));
 }
 
 TEST_CASE("a checkpoint whose pickle declares a 4 GB string is refused unread (found by fuzzing)",
