@@ -1,6 +1,5 @@
 // compare's table from run folders made by hand, so that every cell is known: what differs, the
 // figures of finished epochs, and the states of runs that did not finish. And the sweep's grid.
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "runs/sweep.h"
 #include "support/catch.h"
 #include "support/fixtures.h"
+#include "support/memory.h"
 
 using namespace dptrain;
 using testing::TempDir;
@@ -159,21 +159,13 @@ TEST_CASE("compare flattens each config once, and refuses a run file larger than
   }
   write_run(dir / "a", wide_a, {}, "running");
   write_run(dir / "b", wide_b, {}, "running");
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const rlimit cpu{20, 20};
-    ::setrlimit(RLIMIT_CPU, &cpu);
-    try {  // the child never returns to Catch, whatever happens
-      const auto table = runs::compare_runs({runs::read_run(dir / "a"), runs::read_run(dir / "b")});
-      ::_exit(table.columns.size() == 20000 + 10 ? 0 : 1);
-    } catch (...) {
-      ::_exit(2);
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(testing::run_within_cpu_time(
+            [&] {
+              const auto table =
+                  runs::compare_runs({runs::read_run(dir / "a"), runs::read_run(dir / "b")});
+              if (table.columns.size() != 20000 + 10) throw std::logic_error("wrong columns");
+            },
+            20) == "returned");
   // A sparse metrics.jsonl of 2 GiB is refused by its size, unread.
   write_run(dir / "c", config_with_lr(0.1), {}, "running");
   std::filesystem::resize_file(dir / "c" / "metrics.jsonl", uint64_t{2} << 30);

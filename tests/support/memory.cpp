@@ -90,6 +90,14 @@ std::string run_within_memory(const std::function<void()>& piece, long limit_mb)
 #endif
 }
 
+std::string run_within_cpu_time(const std::function<void()>& piece, long seconds) {
+  return in_child([&] {
+    const rlimit ceiling{static_cast<rlim_t>(seconds), static_cast<rlim_t>(seconds)};
+    ::setrlimit(RLIMIT_CPU, &ceiling);
+    return outcome_of(piece);
+  });
+}
+
 std::string run_within_resident_memory(const std::function<void()>& piece, long limit_mb) {
   return in_child([&] {
     std::ofstream("/proc/self/clear_refs") << "5";  // the resident peak starts again from here

@@ -23,4 +23,9 @@ bool memory_ceiling_enforced();
 // began.
 std::string run_within_resident_memory(const std::function<void()>& piece, long limit_mb);
 
+// The same under a ceiling of CPU time instead, for work whose cost must grow with its input, not
+// its square: the piece runs in a forked child limited to `seconds` of CPU, many times what it
+// needs, and one that passes them is killed ("crashed"). A bound on complexity, not a timing.
+std::string run_within_cpu_time(const std::function<void()>& piece, long seconds);
+
 }  // namespace dptrain::testing
