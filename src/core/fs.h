@@ -45,7 +45,6 @@ class ReadOnlyFile {
   ~ReadOnlyFile();
   ReadOnlyFile(const ReadOnlyFile&) = delete;
   ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
-  const std::filesystem::path& path() const { return path_; }
   uint64_t size() const { return size_; }  // when it was opened
   // The `length` bytes at `offset` into `out`; an I/O error naming the file when it ends first.
   void read(uint64_t offset, size_t length, char* out) const;

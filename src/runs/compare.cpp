@@ -268,21 +268,23 @@ std::string format_table(const Table& table, TableFormat format) {
       return out;
     }
     case TableFormat::kText: {
-      Table shown = table;  // every cell as printable() writes it, before widths are measured
-      for (auto& column : shown.columns) column = core::printable(column);
-      for (auto& row : shown.rows) {
+      // Every cell as printable() writes it, before widths are measured.
+      auto columns = table.columns;
+      auto rows = table.rows;
+      for (auto& column : columns) column = core::printable(column);
+      for (auto& row : rows) {
         for (auto& cell : row) cell = core::printable(cell);
       }
-      std::vector<size_t> width(shown.columns.size());
+      std::vector<size_t> width(columns.size());
       for (size_t c = 0; c < width.size(); ++c) {
-        width[c] = shown.columns[c].size();
-        for (const auto& row : shown.rows) width[c] = std::max(width[c], row[c].size());
+        width[c] = columns[c].size();
+        for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
       }
       const auto cell = [&](size_t c, const std::string& s) {
         return c + 1 == width.size() ? s : s + std::string(width[c] - s.size(), ' ');
       };
-      line(shown.columns, cell, "", "  ", "");
-      for (const auto& row : shown.rows) line(row, cell, "", "  ", "");
+      line(columns, cell, "", "  ", "");
+      for (const auto& row : rows) line(row, cell, "", "  ", "");
       return out;
     }
   }
