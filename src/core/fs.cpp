@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -353,17 +354,30 @@ std::optional<pid_t> temporary_file_owner(const std::string& name) {
   return static_cast<pid_t>(std::stol(m[1]));
 }
 
-int remove_stale_temporaries(const std::filesystem::path& dir) {
+namespace {
+
+int remove_temporaries(const std::filesystem::path& dir, const std::function<bool(pid_t)>& stale) {
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const auto pid = temporary_file_owner(entry.path().filename().string());
-    if (!pid) continue;
-    if (*pid == ::getpid() || ::kill(*pid, 0) == 0 || errno != ESRCH) continue;  // still writing
+    if (!pid || !stale(*pid)) continue;
     std::error_code removal;
     if (std::filesystem::remove(entry.path(), removal)) ++removed;
   }
   return removed;
+}
+
+}  // namespace
+
+int remove_stale_temporaries(const std::filesystem::path& dir) {
+  return remove_temporaries(dir, [](pid_t pid) {
+    return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;  // else still writing
+  });
+}
+
+int remove_temporaries_in_locked_folder(const std::filesystem::path& dir) {
+  return remove_temporaries(dir, [](pid_t) { return true; });
 }
 
 }  // namespace dptrain::core

@@ -16,6 +16,15 @@ std::string utc_iso8601(std::chrono::system_clock::time_point when) {
   return buffer;
 }
 
+std::string local_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y%m%d-%H%M%S", &local);
+  return buffer;
+}
+
 std::string host_name() {
   char name[HOST_NAME_MAX + 1] = {};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "unknown";

@@ -3,6 +3,8 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "core/error.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
@@ -92,7 +94,14 @@ JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
     } catch (const Error& e) {
       throw Error(ErrorCode::kDistributed, "rank 0: " + std::string(e.what()), e.hint());
     }
-    if (!plan.rendezvous_file.empty()) publish(plan.rendezvous_file, {server->port(), secret});
+    if (!plan.rendezvous_file.empty()) {
+      // A rank 0 killed outright (SIGKILL, the OOM killer) left its file: no one else removes it.
+      if (const int removed =
+              remove_abandoned_rendezvous_files(plan.rendezvous_file.parent_path())) {
+        spdlog::debug("removed {} rendezvous file(s) of rank 0s that no longer run", removed);
+      }
+      publish(plan.rendezvous_file, {server->port(), secret});
+    }
     job.served = std::make_unique<ServedStore>(std::move(server), plan.rendezvous_file);
   }
   // Rank 0 reaches its own store on the loopback, which every address it listens on includes.

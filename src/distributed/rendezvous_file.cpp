@@ -1,10 +1,12 @@
 #include "distributed/rendezvous_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -84,7 +86,25 @@ std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const st
 }
 
 void publish(const std::filesystem::path& file, const Published& what) {
-  core::write_file_atomic(file, std::to_string(what.port) + " " + what.secret + "\n", 0600);
+  core::write_file_atomic(
+      file, std::to_string(what.port) + " " + what.secret + " " + std::to_string(::getpid()) + "\n",
+      0600);
+}
+
+int remove_abandoned_rendezvous_files(const std::filesystem::path& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("store-", 0) != 0 || core::temporary_file_owner(name)) continue;
+    std::string why_not;
+    const auto published = read_published(entry.path(), why_not);
+    if (!published || published->publisher <= 0) continue;
+    if (::kill(published->publisher, 0) == 0 || errno != ESRCH) continue;  // still serving
+    std::error_code removal;
+    if (std::filesystem::remove(entry.path(), removal)) ++removed;
+  }
+  return removed;
 }
 
 std::optional<Published> read_published(const std::filesystem::path& file, std::string& why_not) {
@@ -110,6 +130,10 @@ std::optional<Published> read_published(const std::filesystem::path& file, std::
     return std::nullopt;
   }
   p.port = static_cast<uint16_t>(port);
+  long publisher = 0;
+  if (in >> publisher && publisher > 0 && publisher <= INT32_MAX) {
+    p.publisher = static_cast<pid_t>(publisher);
+  }
   return p;
 }
 

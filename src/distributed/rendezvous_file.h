@@ -3,6 +3,8 @@
 // the other ranks (the same user, on the same machine) read it there.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -26,10 +28,14 @@ std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const st
 struct Published {
   uint16_t port = 0;
   std::string secret;
+  pid_t publisher = 0;  // rank 0's process (0: a file that does not say)
 };
 
-// Writes port and secret (mode 600, atomically).
+// Writes port, secret and this process's pid (mode 600, atomically).
 void publish(const std::filesystem::path& file, const Published& what);
+// Removes the rendezvous files in `dir` whose rank 0 no longer runs (SIGKILLed before it could
+// remove its own); returns how many. A file whose process runs, or that names none, stays.
+int remove_abandoned_rendezvous_files(const std::filesystem::path& dir);
 // What the file holds, or nothing (with why) while it is missing, unreadable or not ours.
 std::optional<Published> read_published(const std::filesystem::path& file, std::string& why_not);
 

@@ -3,6 +3,7 @@
 #include "distributed/store_plan.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
@@ -240,4 +241,34 @@ TEST_CASE(
   std::filesystem::create_directory_symlink(home.path(), shared);
   REQUIRE(::lchown(shared.c_str(), 65534, 65534) == 0);
   CHECK(distributed::private_runtime_dir(env) == home / ".cache" / "dptrain");
+}
+
+TEST_CASE(
+    "a rendezvous file whose rank 0 was killed outright is removed at the next start, and "
+    "one whose rank 0 runs stays",
+    "[dist][store]") {
+  TempDir runtime;
+  const auto folder =
+      distributed::private_runtime_dir(env_of({{"XDG_RUNTIME_DIR", runtime.path()}}));
+  // A process that has exited and been reaped: its pid names no process now.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(gone, &status, 0) == gone);
+  const auto killed = distributed::rendezvous_file(folder, "job-7-0");
+  const auto running = distributed::rendezvous_file(folder, "job-8-0");
+  const auto older_form = distributed::rendezvous_file(folder, "job-9-0");
+  testing::write_text(killed, "4242 " + kSecret + " " + std::to_string(gone) + "\n");
+  distributed::publish(running, {4343, kSecret});
+  testing::write_text(older_form, "4444 " + kSecret + "\n");  // names no process: left alone
+  for (const auto& f : {killed, older_form}) ::chmod(f.c_str(), 0600);
+  std::string why;
+  const auto read = distributed::read_published(running, why);
+  REQUIRE(read.has_value());
+  CHECK(read->publisher == ::getpid());
+
+  CHECK(distributed::remove_abandoned_rendezvous_files(folder) == 1);
+  CHECK_FALSE(std::filesystem::exists(killed));
+  CHECK(std::filesystem::exists(running));
+  CHECK(std::filesystem::exists(older_form));
 }
