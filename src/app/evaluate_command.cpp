@@ -2,9 +2,12 @@
 // experiment's backend; rank 0 prints the report and writes it as JSON when asked.
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "app/commands.h"
+#include "core/error.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "data/classes.h"
@@ -12,8 +15,33 @@
 #include "train/evaluate_model.h"
 
 namespace dptrain::app {
+namespace {
+
+// The files the command names, looked at before the experiment is chosen and the data set read: a
+// missing model was otherwise found only after the whole test set had been loaded (and the
+// experiment taken for the defaults, with no config.json beside it), and a report's missing
+// folder after the evaluation.
+void check_named_files(const cli::Command& command) {
+  std::error_code ec;
+  if (!std::filesystem::exists(command.model_file, ec)) {
+    throw core::Error(core::ErrorCode::kIo, command.model_file.string() + ": no such model file",
+                      "give a run's model.pt or one of its checkpoints (runs/<name>/<time>/"
+                      "model.pt, checkpoints/epoch-NNNN.pt)");
+  }
+  const core::ReadOnlyFile readable(command.model_file);  // a folder or unreadable: refused here
+  if (!command.report_file) return;
+  const std::filesystem::path folder = command.report_file->parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+    throw core::Error(core::ErrorCode::kIo,
+                      command.report_file->string() + ": no folder " + folder.string(),
+                      "create it first, or give --output a file in a folder that exists");
+  }
+}
+
+}  // namespace
 
 int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv) {
+  check_named_files(command);
   std::string source;
   const config::Config config = resolve_for_model(command, source);
   if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kEvaluate)) {

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "app/commands.h"
 #include "core/error.h"
@@ -53,9 +55,22 @@ void print_answer(const std::string& input, const std::vector<Ranked>& ranked,
   std::cout << "\n";
 }
 
+// The model file, looked at before the experiment is chosen from what lies beside it: a missing
+// one was otherwise taken for a model.pt without a config.json (the defaults) until it was read.
+// The inputs are not: each one that cannot be read is reported, and the others still answered.
+void check_model_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw core::Error(core::ErrorCode::kIo, path.string() + ": no such model file",
+                      "give a run's model.pt or one of its checkpoints (runs/<name>/<time>/"
+                      "model.pt, checkpoints/epoch-NNNN.pt)");
+  }
+}
+
 }  // namespace
 
 int run_predict(const cli::Command& command) {
+  check_model_file(command.model_file);
   std::string source;
   const config::Config config = resolve_for_model(command, source);
   core::init_logging(config::name_of(config.log.level));

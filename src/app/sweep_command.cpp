@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "app/commands.h"
@@ -37,6 +38,7 @@ std::filesystem::path sweep_folder(const cli::Command& command, const config::Co
 
 std::vector<runs::GridAxis> grid_axes(const cli::Command& command) {
   std::vector<runs::GridAxis> axes;
+  size_t points = 1;
   for (const auto& spec : command.grid) {
     axes.push_back(runs::parse_grid_axis(spec));
     for (size_t a = 0; a + 1 < axes.size(); ++a) {
@@ -45,26 +47,32 @@ std::vector<runs::GridAxis> grid_axes(const cli::Command& command) {
                     "give all of a key's values in one --grid, separated by commas");
       }
     }
+    // Checked before the points are made: two range() axes could ask for a hundred million.
+    points *= axes.back().values.size();
+    if (points > runs::kMaxGridValues) {
+      usage_error("--grid " + spec + ": the grid would have more than " +
+                      std::to_string(runs::kMaxGridValues) + " points",
+                  "split the sweep, or take fewer values");
+    }
   }
   return axes;
 }
 
-// Every point must resolve before any trains: a typo fails now, naming its point. The first
-// point's experiment (its name names the sweep's folder).
-config::Config resolve_points(const cli::Command& command,
-                              const std::vector<std::vector<std::string>>& points) {
-  config::Config first;
+// Every point must resolve before any trains: a typo fails now, naming its point. Each point's
+// experiment (the first one's name names the sweep's folder).
+std::vector<config::Config> resolve_points(const cli::Command& command,
+                                           const std::vector<std::vector<std::string>>& points) {
+  std::vector<config::Config> resolved;
   for (size_t i = 0; i < points.size(); ++i) {
     cli::Command point = command;
     point.overrides.insert(point.overrides.end(), points[i].begin(), points[i].end());
     try {
-      const config::Config resolved = resolve(point);
-      if (i == 0) first = resolved;
+      resolved.push_back(resolve(point));
     } catch (const core::Error& e) {
       throw core::Error(e.code(), "sweep point " + std::to_string(i) + ": " + e.what(), e.hint());
     }
   }
-  return first;
+  return resolved;
 }
 
 }  // namespace
@@ -77,7 +85,8 @@ int run_sweep(const cli::Command& command) {
   runs::SweepPlan plan;
   plan.axes = grid_axes(command);
   const auto points = runs::grid_points(plan.axes);
-  const config::Config base = resolve_points(command, points);
+  const std::vector<config::Config> resolved = resolve_points(command, points);
+  const config::Config& base = resolved.front();
   if (command.list_points) {
     for (size_t i = 0; i < points.size(); ++i) {
       std::cout << i;
@@ -105,6 +114,10 @@ int run_sweep(const cli::Command& command) {
     plan.threads =
         std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / command.jobs);
   }
+  for (const auto& point : resolved) plan.configured_threads.push_back(point.runtime.threads);
+  // A whole sweep holds its folder; a job array's tasks (--index) share theirs (sweep.h).
+  std::optional<runs::SweepClaim> claim;
+  if (!command.index) claim.emplace(plan.dir);
   runs::prepare_sweep_folder(plan);
   std::vector<int64_t> indices;
   if (command.index) {

@@ -1,7 +1,10 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <iostream>
+#include <string_view>
 
 #include "cli/generated_docs.h"
 #include "cli/suggest.h"
@@ -29,7 +32,8 @@ constexpr const char* kTrainExamples = R"(Examples:
   dptrain train --config configs/ddp_cpu.json       ddp: one process per device, launched here
   dptrain train --output runs/try --resume auto     go on from the run's newest checkpoint
   dptrain train --init-from runs/try/model.pt -q    other weights to start from; quiet
-  torchrun --nproc-per-node 2 --no-python dptrain train --config configs/ddp_cpu.json)";
+  torchrun --nproc_per_node 2 --redirects 9:0 --tee 9:0 --no_python \
+      dptrain train --config configs/ddp_cpu.json  under torchrun (1.13's spelling, 2.x's too))";
 
 constexpr const char* kEvaluateExamples = R"(Examples:
   dptrain evaluate --model runs/X/model.pt          with the run's experiment (runs/X/config.json)
@@ -55,6 +59,7 @@ constexpr const char* kSweepExamples = R"(Examples:
   dptrain sweep --config configs/cpu_smoke.json --grid optimizer.lr=0.1,0.2 --jobs 2
   dptrain sweep --grid optimizer.lr=0.05,0.1 --list    the points and their indices
   dptrain sweep --grid optimizer.lr=0.05,0.1 --index 1 --output runs/sweep-7   one point
+  dptrain sweep --grid 'optimizer.lr=range(0.05,0.25,0.05)' --grid 'data.batch_size=choice(256,512)'
   sbatch --array=0-5 scripts/slurm/sweep.sbatch --grid optimizer.lr=0.05,0.1,0.2 ...)";
 
 constexpr const char* kInfoExamples = R"(Examples:
@@ -79,9 +84,12 @@ void add_common_options(CLI::App& sub, Command& command) {
 }
 
 void add_experiment_options(CLI::App& sub, Command& command) {
-  sub.add_option("-c,--config", command.config_file, "experiment file (JSON)")
-      ->check(CLI::ExistingFile);
-  sub.add_option("-s,--set", command.overrides, "override a key: key.path=value (repeatable)")
+  // No CLI11 check that the file exists: a missing one is a config error of load_config's, as a
+  // file that is no JSON is, in main's words and with its exit status.
+  sub.add_option("-c,--config", command.config_file, "experiment file (JSON)");
+  // One value per --set for CLI11: split_set_pairs gives each pair of "--set a=1 b=2" its own.
+  sub.add_option("-s,--set", command.overrides,
+                 "override a key: key.path=value (repeatable; one --set takes several pairs)")
       ->allow_extra_args(false);
 }
 
@@ -183,8 +191,10 @@ CLI::App* add_sweep(CLI::App& app, Command& command) {
   sweep->footer(with_note(kSweepExamples));
   add_experiment_options(*sweep, command);
   sweep
-      ->add_option("-g,--grid", command.grid,
-                   "an axis of the grid: key.path=value1,value2,... (repeatable; Hydra's spelling)")
+      ->add_option(
+          "-g,--grid", command.grid,
+          "an axis of the grid: key.path=value1,value2,..., key.path=choice(v1,v2,...) or "
+          "key.path=range(start,stop[,step]) (stop left out); repeatable; Hydra's spelling")
       ->allow_extra_args(false)
       ->required();
   sweep->add_option("-o,--output", command.output_dir,
@@ -247,6 +257,65 @@ int unknown_arguments(const CLI::App& sub, const std::vector<std::string>& left)
   if (const auto near = closest(typed, names))
     return usage_error(what, "did you mean " + *near + "?");
   return usage_error(what, help);
+}
+
+// Whether `word` reads as key.path=value, another pair for the --set before it, rather than a
+// file (a predict input) or a stray value.
+bool is_set_pair(const std::string& word) {
+  const size_t equals = word.find('=');
+  if (equals == 0 || equals == std::string::npos || word[0] == '-') return false;
+  return std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(equals), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+// A --set value as the examples write it for a shell: quoted when it holds more than letters,
+// digits and . , : / + - _ (JSON's brackets and quotes).
+std::string shell_value(const std::string& value) {
+  const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view(".,:/+-_").find(c) != std::string_view::npos;
+  });
+  if (plain && !value.empty()) return value;
+  std::string quoted = "'";
+  for (const char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// One --set takes several pairs, as Hydra's overrides follow one another: "--set optimizer.lr=0.1
+// train.epochs=2" becomes a --set for each, before CLI11 parses. (A --set that CLI11 let take
+// several values would take any word after it: a predict input, a stray value.) A --set value
+// without '=' before a plain word is a pair typed with a space: a usage error that joins them.
+// Nothing, with `words` rewritten, when all is well.
+std::optional<int> split_set_pairs(std::vector<std::string>& words) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    out.push_back(words[i]);
+    if (words[i] == "--") {  // what follows is positional, whatever it looks like
+      out.insert(out.end(), words.begin() + static_cast<std::ptrdiff_t>(i) + 1, words.end());
+      break;
+    }
+    std::string value;
+    if ((words[i] == "--set" || words[i] == "-s") && i + 1 < words.size()) {
+      value = words[++i];
+      out.push_back(value);
+    } else if (words[i].rfind("--set=", 0) == 0) {
+      value = words[i].substr(std::string("--set=").size());
+    } else {
+      continue;
+    }
+    const std::string* next = i + 1 < words.size() ? &words[i + 1] : nullptr;
+    if (value.find('=') == std::string::npos && !value.empty() && value[0] != '-' && next &&
+        !next->empty() && (*next)[0] != '-' && !is_set_pair(*next)) {
+      return usage_error("--set " + value + " " + *next + ": a key and its value are one word",
+                         "use key=value: --set " + value + "=" + shell_value(*next));
+    }
+    while (i + 1 < words.size() && is_set_pair(words[i + 1])) {
+      out.insert(out.end(), {"--set", words[++i]});
+    }
+  }
+  words = std::move(out);
+  return std::nullopt;
 }
 
 // Before CLI11 sees the line: `dptrain help [SUBCOMMAND]`, and a first word that is no
@@ -316,8 +385,11 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     }
     return std::nullopt;
   };
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (const auto status = split_set_pairs(words)) return {std::nullopt, *status};
+  std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
   try {
-    app.parse(argc, argv);
+    app.parse(std::move(words));
   } catch (const CLI::ParseError& e) {
     if (const auto status = leftovers()) return {std::nullopt, *status};
     const int status = app.exit(e);

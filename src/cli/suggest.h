@@ -9,10 +9,8 @@
 
 namespace dptrain::cli {
 
-// Edits (insertions, deletions, substitutions, swaps of neighbours) from `a` to `b`.
-size_t edit_distance(const std::string& a, const std::string& b);
-
-// The candidate closest to `typed`, when it is close enough to be what was meant.
+// The candidate closest to `typed`, when it is close enough to be what was meant: edits and
+// closeness as config's suggestions of keys count them (config::edit_distance, close_enough).
 std::optional<std::string> closest(const std::string& typed, const std::vector<std::string>& names);
 
 // For an unknown option ("--lr", "--batch-size=512") whose name is the last part of config keys

@@ -1,5 +1,8 @@
 #include "config/json_merge.h"
 
+#include <vector>
+
+#include "config/schema.h"
 #include "core/error.h"
 
 namespace dptrain::config {
@@ -38,12 +41,23 @@ std::string type_name(const json& value) {
   throw Error(ErrorCode::kConfig, source + ": " + path + ": " + what, hint);
 }
 
+// "did you mean optimizer.lr?" for the keys near what was typed (`typed`: the whole path given,
+// which for --set may go on past the unknown part), else the keys at this level.
+std::string unknown_key_hint(const json& base, const std::string& typed) {
+  const std::vector<std::string> near = near_keys(typed);
+  std::string hint;
+  for (size_t i = 0; i < near.size(); ++i) {
+    hint += (i == 0 ? "" : i + 1 == near.size() ? " or " : ", ") + near[i];
+  }
+  if (!hint.empty()) return "did you mean " + hint + "?";
+  for (const auto& item : base.items()) hint += (hint.empty() ? "" : ", ") + item.key();
+  return "known keys here: " + hint + " (`dptrain config --keys` lists every key)";
+}
+
 void check_unknown(const json& base, const std::string& key, const std::string& path,
-                   const std::string& source) {
+                   const std::string& typed, const std::string& source) {
   if (base.contains(key)) return;
-  std::string known;
-  for (const auto& item : base.items()) known += (known.empty() ? "" : ", ") + item.key();
-  fail(source, path, "unknown key", "known keys here: " + known);
+  fail(source, path, "unknown key", unknown_key_hint(base, typed));
 }
 
 // Whether `given` has the JSON type of the default `expected` (an integer where a number is
@@ -92,7 +106,7 @@ void merge_at(json& base, const json& overlay, const std::string& prefix, const 
               KeySources& sources) {
   for (const auto& item : overlay.items()) {
     const std::string path = join(prefix, item.key());
-    check_unknown(base, item.key(), path, source);
+    check_unknown(base, item.key(), path, path, source);
     json& slot = base[item.key()];
     if (slot.is_object() && item.value().is_object()) {
       merge_at(slot, item.value(), path, source, sources);
@@ -130,7 +144,7 @@ void set_checked(json& base, const std::string& key_path, const json& value,
       fail(source, path, prefix + " is not an object, so it has no key \"" + key + "\"",
            "write a dotted path such as train.epochs");
     }
-    check_unknown(*node, key, path, source);
+    check_unknown(*node, key, path, key_path, source);
     if (dot == std::string::npos) {
       merge_at(*node, json::object({{key, value}}), prefix, source, sources);
       return;

@@ -14,7 +14,8 @@ namespace dptrain::config {
 using KeySources = std::map<std::string, std::string>;
 
 // Merges `overlay` (an object) into `base`, key by key. Throws a config error naming `source` and
-// the key path for an unknown key, a key of a later feature, or a value of the wrong type.
+// the key path for an unknown key (its hint the keys nearest to it: near_keys), a key of a later
+// feature, or a value of the wrong type.
 void merge_checked(nlohmann::json& base, const nlohmann::json& overlay, const std::string& source,
                    KeySources& sources);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -47,7 +48,8 @@ void apply_override(json& tree, const std::string& text, KeySources& sources) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw Error(ErrorCode::kUsage, source + ": expected key.path=value",
-                "for example --set train.epochs=2 or --set parallel.devices='[\"cpu\"]'");
+                eq == 0 ? "for example --set train.epochs=2 or --set parallel.devices='[\"cpu\"]'"
+                        : "use key=value: --set " + text + "=VALUE");
   }
   const json value = parse_override_value(text.substr(eq + 1));
   try {
@@ -208,9 +210,13 @@ Config load_config(const std::optional<std::filesystem::path>& file,
                    const std::vector<std::string>& overrides,
                    const std::vector<std::string>& model_names) {
   if (!file) return resolve_config(std::nullopt, "defaults", overrides, model_names);
-  if (!std::filesystem::is_regular_file(*file)) {
-    throw Error(ErrorCode::kConfig, file->string() + ": no such experiment file",
-                "see configs/ for examples, or leave out --config for d2l's default experiment");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(*file, ec)) {
+    const bool there = std::filesystem::exists(*file, ec);
+    throw Error(ErrorCode::kConfig,
+                file->string() + (there ? ": is no file" : ": no such experiment file"),
+                "`ls configs/` lists the experiments that come with dptrain; leave out --config "
+                "for d2l's default one");
   }
   return resolve_config(core::read_text_file(*file), file->string(), overrides, model_names);
 }

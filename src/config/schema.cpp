@@ -1,9 +1,12 @@
 #include "config/schema.h"
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace dptrain::config {
 namespace {
@@ -329,7 +332,8 @@ std::vector<KeySpec> all_keys() {
   keys.push_back(integer(KEY(runtime.threads), 0,
                          "intra-op threads of each process, ddp rank and CPU dp replica; 0: "
                          "every core, shared out between the ranks on a machine and the CPU "
-                         "replicas in a process"));
+                         "replicas in a process. Another count adds floats in another order: "
+                         "parameters differ in their last bits (resuming warns)"));
   keys.push_back(choice(KEY(log.level), "the least severe log messages shown"));
   keys.push_back(integer(KEY(log.every_steps), 0,
                          "a log line (and TensorBoard's step figures) every N optimizer steps; "
@@ -360,6 +364,24 @@ nlohmann::json::json_pointer key_pointer(const std::string& path) {
   return nlohmann::json::json_pointer(pointer);
 }
 
+std::string key_path_of(const std::string& pointer) {
+  std::string path;
+  for (size_t start = 1; start <= pointer.size();) {  // past each '/'
+    const size_t end = std::min(pointer.find('/', start), pointer.size());
+    std::string token;
+    for (size_t i = start; i < end; ++i) {  // the pointer's escapes: ~1 for '/', ~0 for '~'
+      const bool escape =
+          pointer[i] == '~' && i + 1 < end && (pointer[i + 1] == '0' || pointer[i + 1] == '1');
+      token += escape ? (pointer[++i] == '1' ? '/' : '~') : pointer[i];
+    }
+    const bool index = !token.empty() && std::all_of(token.begin(), token.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    path += index ? "[" + token + "]" : (path.empty() ? "" : ".") + token;
+    start = end + 1;
+  }
+  return path;
+}
+
 std::string key_table_markdown() {
   const Config defaults;
   std::string table =
@@ -369,6 +391,117 @@ std::string key_table_markdown() {
              k.allowed + " | " + k.doc + " |\n";
   }
   return table;
+}
+
+namespace {
+
+std::string_view last_part(std::string_view path) {
+  return path.substr(path.rfind('.') + 1);  // npos + 1: all of a path of one part
+}
+
+// The first letters of a name in words ("lr" for learning_rate); nothing for a one-word name.
+std::string initials(std::string_view name) {
+  if (name.find('_') == std::string_view::npos) return "";
+  std::string letters;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '_' && (i == 0 || name[i - 1] == '_')) letters += name[i];
+  }
+  return letters;
+}
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a == b || (!initials(a).empty() && initials(a) == b) ||
+         (!initials(b).empty() && initials(b) == a);
+}
+
+// How many leading characters `a` and `b` share as whole sections ("optimizer."), which a
+// comparison of the paths leaves aside: otherwise the shared letters would let a long path's
+// last part pass for any other of its section.
+size_t shared_sections(std::string_view a, std::string_view b) {
+  size_t shared = 0;
+  for (size_t dot = a.find('.'); dot != std::string_view::npos; dot = a.find('.', shared)) {
+    if (b.compare(0, dot + 1, a, 0, dot + 1) != 0) break;
+    shared = dot + 1;
+  }
+  return shared;
+}
+
+// Every key, and every section above one ("optimizer"), once each, in the schema's order.
+std::vector<std::string> keys_and_sections() {
+  std::vector<std::string> paths;
+  for (const auto& key : schema()) {
+    for (size_t dot = key.path.find('.'); dot != std::string::npos;
+         dot = key.path.find('.', dot + 1)) {
+      std::string section = key.path.substr(0, dot);
+      if (std::find(paths.begin(), paths.end(), section) == paths.end()) {
+        paths.push_back(std::move(section));
+      }
+    }
+    paths.push_back(key.path);
+  }
+  return paths;
+}
+
+// How near `path` is to `typed`, as edits (0 for a last part of the same name, else the fewer of
+// the two measures that are close enough), then the letters of `typed` outside the sections both
+// share, so that of keys as many edits away those of the section typed come first ("log.lvl":
+// log.level, not optimizer.lr). Nothing when neither measure is close.
+std::optional<std::pair<size_t, size_t>> nearness(std::string_view typed, std::string_view path) {
+  const size_t shared = shared_sections(typed, path);
+  const std::string_view typed_last = last_part(typed);
+  const std::string_view last = last_part(path);
+  if (same_name(typed_last, last)) return std::pair(size_t{0}, typed.size() - shared);
+  std::optional<size_t> fewest;
+  for (const auto& [a, b] :
+       {std::pair(typed.substr(shared), path.substr(shared)), std::pair(typed_last, last)}) {
+    const size_t distance = edit_distance(a, b);
+    if (close_enough(distance, a, b) && (!fewest || distance < *fewest)) fewest = distance;
+  }
+  if (!fewest) return std::nullopt;
+  return std::pair(*fewest, typed.size() - shared);
+}
+
+}  // namespace
+
+std::vector<std::string> near_keys(const std::string& typed) {
+  // Edits are counted in a table of both lengths, and a file's key may be megabytes long: one
+  // far longer than any key's path is no mistyped key.
+  constexpr size_t kLongestMeasured = 256;
+  if (typed.size() > kLongestMeasured) return {};
+  std::vector<std::pair<std::pair<size_t, size_t>, std::string>> near;
+  for (const std::string& path : keys_and_sections()) {
+    if (const auto how_near = nearness(typed, path)) near.emplace_back(*how_near, path);
+  }
+  std::vector<std::string> nearest;
+  if (near.empty()) return nearest;
+  const auto best = std::min_element(near.begin(), near.end())->first;
+  for (const auto& [how_near, path] : near) {
+    if (how_near == best) nearest.push_back(path);
+  }
+  return nearest;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  // Optimal string alignment: Levenshtein's table, plus a swap of two neighbours as one edit
+  // ("trian" is one edit from "train").
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+bool close_enough(size_t distance, std::string_view typed, std::string_view name) {
+  const size_t longest = std::max(typed.size(), name.size());
+  return distance <= std::max<size_t>(2, longest / 3) && distance < longest;
 }
 
 }  // namespace dptrain::config

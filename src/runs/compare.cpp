@@ -220,7 +220,15 @@ Table compare_runs(const std::vector<RunView>& runs) {
   // the square of its size.
   std::vector<Leaves> leaves;
   for (const auto& run : runs) leaves.push_back(leaves_of(run.config));
-  const std::vector<std::string> keys = keys_that_differ(leaves);
+  // The keys with columns of their own (what the run used, summary.json's when it finished) are
+  // not shown again among those that differ.
+  std::vector<std::string> keys = keys_that_differ(leaves);
+  keys.erase(std::remove_if(keys.begin(), keys.end(),
+                            [](const std::string& key) {
+                              return key == "parallel.backend" || key == "parallel.devices" ||
+                                     key == "precision";
+                            }),
+             keys.end());
   const std::vector<std::string> names = run_names(runs);
   Table table;
   table.columns = {"run", "state", "backend", "devices", "precision"};

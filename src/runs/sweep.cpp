@@ -1,53 +1,36 @@
 #include "runs/sweep.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
-#include "config/json_text.h"
 #include "core/child_process.h"
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
-#include "core/sha256.h"
+#include "core/terminal.h"
 #include "runs/compare.h"
+#include "runs/grid.h"
 #include "runs/run_folder.h"
+#include "runs/sweep_record.h"
 
 namespace dptrain::runs {
 namespace {
 
-[[noreturn]] void bad_axis(const std::string& spec, const std::string& what) {
-  throw core::Error(core::ErrorCode::kUsage, "--grid " + spec + ": " + what,
-                    "write --grid key.path=value1,value2 (a value with commas in brackets or "
-                    "quotes: --grid 'parallel.devices=[\"cpu\"],[\"cpu\",\"cpu\"]')");
-}
-
-// What makes two sweeps the same one: the experiment file (by path and contents: an edited file
-// would leave finished points stale beside resumed ones), --set and the grid. runtime.threads is
-// left out: it changes how fast a point trains, not what it learns, and sweep.sbatch sets it
-// from each task's --cpus-per-task.
-nlohmann::json to_json(const SweepPlan& plan) {
-  nlohmann::json grid = nlohmann::json::array();
-  for (const auto& axis : plan.axes) grid.push_back({{"key", axis.key}, {"values", axis.values}});
-  nlohmann::json sets = nlohmann::json::array();
-  for (const auto& set : plan.sets) {
-    if (set.rfind("runtime.threads=", 0) != 0) sets.push_back(set);
-  }
-  return {
-      {"config", plan.config ? nlohmann::json(plan.config->string()) : nlohmann::json()},
-      {"config_sha256",
-       plan.config ? nlohmann::json(core::hex(core::sha256(core::read_regular_file(*plan.config))))
-                   : nlohmann::json()},
-      {"sets", sets},
-      {"grid", grid},
-      {"points", grid_points(plan.axes)}};
-}
+const char* const kPidFile = "sweep.pid";
 
 std::vector<std::string> train_args(const SweepPlan& plan, const std::vector<std::string>& point,
                                     int64_t index) {
@@ -106,20 +89,81 @@ class RunningPoints {
   std::map<pid_t, int64_t> points_;
 };
 
-void start_point(const SweepPlan& plan, const std::vector<std::vector<std::string>>& points,
-                 int64_t index, int jobs, RunningPoints& running) {
+std::filesystem::path point_log(const std::filesystem::path& dir, int64_t index) {
+  return dir / "logs" / (std::to_string(index) + ".log");
+}
+
+// Starts point `index`, its stdout and stderr appended to its log; returns where in the log its
+// lines begin (a re-run appends to the earlier run's).
+uint64_t start_point(const SweepPlan& plan, const std::vector<std::vector<std::string>>& points,
+                     int64_t index, RunningPoints& running) {
   const auto& point = points[index];
   core::ChildOptions options;
   options.hold_signals = true;
   options.own_group = true;
-  if (jobs > 1) options.log = plan.dir / "logs" / (std::to_string(index) + ".log");
+  options.log = point_log(plan.dir, index);
+  std::error_code ec;
+  const uintmax_t before = std::filesystem::file_size(*options.log, ec);
+  const int64_t threads = point_threads(plan, index);
+  record_threads(plan.dir, index, threads);
   running.add(core::start_program("/proc/self/exe", train_args(plan, point, index), options),
               index);
   std::string sets;
   for (const auto& set : point) sets += (sets.empty() ? "" : " ") + set;
-  spdlog::info("sweep: point {} of {} started ({}){}", index, points.size(), sets,
-               options.log ? ", log " + options.log->string() : std::string());
+  spdlog::info("sweep: point {} of {} started ({}), {} thread{}, log {}", index, points.size(),
+               sets, threads, threads == 1 ? "" : "s", options.log->string());
+  return ec ? 0 : before;
 }
+
+// The lines of the point running alone, passed on from its log to stderr as they come, each
+// after "[point <index>] ": a sweep's output then says which point each line is of. (A child has
+// one place for its stdout and stderr, so its epoch lines reach the sweep's stderr too, and stdout
+// keeps the sweep's table alone.)
+class PointEcho {
+ public:
+  PointEcho(const std::filesystem::path& log, int64_t index, uint64_t from)
+      : fd_(::open(log.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)),
+        tag_("[point " + std::to_string(index) + "] "),
+        offset_(from) {
+    if (fd_ < 0) spdlog::warn("sweep: cannot follow {}: {}", log.string(), std::strerror(errno));
+  }
+  ~PointEcho() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  PointEcho(const PointEcho&) = delete;
+  PointEcho& operator=(const PointEcho&) = delete;
+
+  // The whole lines written since; `ended`: the point's last line too, whole or not.
+  void pass_on(bool ended) {
+    char chunk[1 << 16];
+    ssize_t n = 0;
+    while (fd_ >= 0 && (n = ::pread(fd_, chunk, sizeof chunk, static_cast<off_t>(offset_))) > 0) {
+      offset_ += static_cast<uint64_t>(n);
+      pending_.append(chunk, static_cast<size_t>(n));
+      size_t begin = 0;
+      for (size_t end; (end = pending_.find('\n', begin)) != std::string::npos; begin = end + 1) {
+        print(pending_.substr(begin, end - begin));
+      }
+      pending_.erase(0, begin);
+      if (pending_.size() > sizeof chunk) {  // no line is that long: a progress bar, say
+        print(pending_);
+        pending_.clear();
+      }
+    }
+    if (ended && !pending_.empty()) print(pending_);
+    if (ended) pending_.clear();
+  }
+
+ private:
+  void print(const std::string& line) const {
+    std::cerr << tag_ << core::printable(line) << std::endl;
+  }
+
+  int fd_;
+  std::string tag_;
+  uint64_t offset_;
+  std::string pending_;
+};
 
 // A re-run of the sweep (or a task that SLURM starts again) leaves a finished point alone, even
 // one without a checkpoint to resume from.
@@ -132,45 +176,82 @@ bool finished_already(const std::filesystem::path& dir) {
   }
 }
 
-}  // namespace
-
-GridAxis parse_grid_axis(const std::string& spec) {
-  const size_t eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0) bad_axis(spec, "no key=values");
-  GridAxis axis{spec.substr(0, eq), {}};
-  std::string value;
-  int depth = 0;
-  bool in_quotes = false;
-  for (size_t i = eq + 1; i <= spec.size(); ++i) {
-    const char c = i < spec.size() ? spec[i] : ',';
-    if (c == '"' && (i == 0 || spec[i - 1] != '\\')) in_quotes = !in_quotes;
-    if (!in_quotes && (c == '[' || c == '{')) ++depth;
-    if (!in_quotes && (c == ']' || c == '}')) --depth;
-    if (c == ',' && depth == 0 && !in_quotes) {
-      if (value.empty()) bad_axis(spec, "an empty value");
-      axis.values.push_back(value);
-      value.clear();
-    } else {
-      value += c;
+// runtime.threads changes a point's results a little (float sums add up in another order), so a
+// point resumed, or started, with another count than the sweep's points had before differs from
+// what an uninterrupted sweep would have given: said, not refused (sweep.sbatch sets the count
+// from --cpus-per-task, which a requeue may change). A point is compared with its own record, or
+// one never started with every other point's, unless the grid sets runtime.threads itself.
+void warn_of_thread_change(const SweepPlan& plan, const std::vector<int64_t>& indices) {
+  const auto recorded = recorded_threads(read_sweep_file(plan.dir / "sweep.json"));
+  const bool grid_sets_threads =
+      std::any_of(plan.axes.begin(), plan.axes.end(),
+                  [](const GridAxis& axis) { return axis.key == "runtime.threads"; });
+  std::set<int64_t> counts, before, now;
+  for (const auto& [index, count] : recorded) counts.insert(count);
+  for (const int64_t index : indices) {
+    if (finished_already(plan.dir / std::to_string(index))) continue;
+    const int64_t threads = point_threads(plan, index);
+    const auto own = recorded.find(std::to_string(index));
+    const std::set<int64_t> compared = own != recorded.end() ? std::set<int64_t>{own->second}
+                                       : grid_sets_threads   ? std::set<int64_t>{}
+                                                             : counts;
+    for (const int64_t count : compared) {
+      if (count == threads) continue;
+      before.insert(count);
+      now.insert(threads);
     }
   }
-  if (depth != 0 || in_quotes) bad_axis(spec, "unbalanced brackets or quotes");
-  return axis;
+  if (before.empty()) return;
+  const auto listed = [](const std::set<int64_t>& values) {
+    std::string text;
+    for (const int64_t n : values) text += (text.empty() ? "" : " or ") + std::to_string(n);
+    return text;
+  };
+  spdlog::warn(
+      "sweep: points run now with {} threads, where sweep.json records {} for this sweep's points "
+      "before: their results will differ a little from an uninterrupted sweep's (the thread count "
+      "changes the order of float sums); to keep them equal, give the same --jobs as before (on "
+      "SLURM, the same --cpus-per-task), or --set runtime.threads={}",
+      listed(now), listed(before), *before.begin());
 }
 
-std::vector<std::vector<std::string>> grid_points(const std::vector<GridAxis>& axes) {
-  std::vector<std::vector<std::string>> points = {{}};
-  for (const auto& axis : axes) {
-    std::vector<std::vector<std::string>> longer;
-    for (const auto& point : points) {
-      for (const auto& value : axis.values) {
-        longer.push_back(point);
-        longer.back().push_back(axis.key + "=" + value);
-      }
+// The pid in sweep.pid, when it names a process that runs (a killed sweep leaves its own).
+std::optional<pid_t> claiming_pid(const std::filesystem::path& dir) {
+  try {
+    const std::string text = core::read_regular_file(dir / kPidFile, /*max_bytes=*/32);
+    const auto pid = integer_of(trimmed(text.substr(0, text.find('\n'))));
+    if (pid && *pid > 0 && *pid <= INT32_MAX &&
+        (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno == EPERM)) {
+      return static_cast<pid_t>(*pid);
     }
-    points = std::move(longer);
+  } catch (const core::Error&) {  // none, or unreadable: the message names no pid
   }
-  return points;
+  return std::nullopt;
+}
+
+}  // namespace
+
+SweepClaim::SweepClaim(const std::filesystem::path& dir) : dir_(dir) {
+  core::ensure_own_folder(dir, "the sweep folder");
+  lock_ = std::make_unique<const core::FileLock>(dir, core::FileLock::Mode::kTry);
+  if (!lock_->held()) {
+    const auto pid = claiming_pid(dir);
+    const std::string named = pid ? std::to_string(*pid) : std::string("<pid in sweep.pid>");
+    throw core::Error(core::ErrorCode::kIo,
+                      dir.string() + ": another dptrain sweep runs there now (pid " + named + ")",
+                      "wait for it to end, or stop it (kill -INT " + named +
+                          "; running the same sweep again goes on where its points stopped), or "
+                          "choose another --output");
+  }
+  // Written under the folder's file lock, as sweep.json and compare.md are: a temporary of any of
+  // them found under that lock is a killed sweep's (prepare_sweep_folder).
+  const core::FileLock files(dir / ".lock", core::FileLock::Mode::kWait);
+  core::write_file_atomic(dir / kPidFile, std::to_string(::getpid()) + "\n");
+}
+
+SweepClaim::~SweepClaim() {
+  std::error_code ec;
+  std::filesystem::remove(dir_ / kPidFile, ec);
 }
 
 void prepare_sweep_folder(const SweepPlan& plan) {
@@ -178,30 +259,31 @@ void prepare_sweep_folder(const SweepPlan& plan) {
   const auto file = plan.dir / "sweep.json";
   const nlohmann::json wanted = to_json(plan);
   const core::FileLock lock(plan.dir / ".lock", core::FileLock::Mode::kWait);
+  // Every writer of the folder's own files (sweep.json, compare.md, sweep.pid) holds this lock
+  // while it writes: a temporary file found now is a killed writer's, whatever pid it names, even
+  // beside job array tasks at work (their points' run folders, below, are theirs to clean).
+  core::remove_temporaries_in_locked_folder(plan.dir);
   if (!std::filesystem::exists(file)) {
     core::write_file_atomic(file, wanted.dump(2) + "\n");
     return;
   }
-  nlohmann::json there;
-  try {
-    there = config::parse_json(core::read_regular_file(file));
-  } catch (const nlohmann::json::exception& e) {
-    throw core::Error(core::ErrorCode::kIo, file.string() + ": " + config::plain_json_error(e),
-                      "choose another --output for the sweep");
-  }
+  nlohmann::json there = read_sweep_file(file);
+  if (there.is_object()) there.erase(kThreadsKey);  // a record beside the sweep's identity
   if (there != wanted) {
-    throw core::Error(core::ErrorCode::kUsage,
-                      plan.dir.string() +
-                          " holds another sweep (its sweep.json states another "
-                          "config, --set or --grid)",
-                      "choose another --output, or repeat that sweep's own options");
+    throw core::Error(
+        core::ErrorCode::kUsage,
+        plan.dir.string() + " holds another sweep: " + sweep_difference(there, wanted),
+        "choose another --output, or repeat that sweep's own options (its "
+        "sweep.json states them)");
   }
 }
 
 int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int jobs) {
   const auto points = grid_points(plan.axes);
-  if (jobs > 1) core::ensure_own_folder(plan.dir / "logs", "the sweep's log folder");
+  core::ensure_own_folder(plan.dir / "logs", "the sweep's log folder");
+  warn_of_thread_change(plan, indices);
   RunningPoints running;
+  std::optional<PointEcho> echo;  // one point at a time: its lines, tagged, on stderr
   int first_failure = 0;
   bool interrupt_passed = false, notice_passed = false;
   size_t next = 0;
@@ -213,7 +295,8 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
         spdlog::info("sweep: point {} finished already", i);
         continue;
       }
-      start_point(plan, points, i, jobs, running);
+      const uint64_t from = start_point(plan, points, i, running);
+      if (jobs == 1) echo.emplace(point_log(plan.dir, i), i, from);
     }
     // Passed on once each: the points run in process groups of their own (a terminal's Ctrl-C
     // reaches the sweep alone), and a point's second SIGINT would kill it outright.
@@ -230,15 +313,19 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
     int raw = 0;
     const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
     if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      if (echo) echo->pass_on(/*ended=*/false);
       ::usleep(100 * 1000);
       continue;
     }
     if (pid < 0) {  // no child left to wait for: none of ours can still run
+      if (echo) echo->pass_on(/*ended=*/true);
       running.forget_all();
       break;
     }
     const auto index = running.take(pid);
     if (!index) continue;
+    if (echo) echo->pass_on(/*ended=*/true);
+    echo.reset();
     const int status = core::exit_status_of(raw);
     spdlog::info("sweep: point {} ended with status {}", *index, status);
     if (status != 0 && first_failure == 0) first_failure = status;

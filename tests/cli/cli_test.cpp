@@ -6,7 +6,11 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "model/lenet.h"
+#include "model/state_dict.h"
 #include "support/fixtures.h"
+#include "support/runs.h"
+#include "support/skip.h"
 
 using namespace dptrain::testing;
 
@@ -32,6 +36,15 @@ struct TinyRun {
            " --set runtime.threads=1";
   }
 };
+
+// A LeNet's model.pt as Python's torch.save(net.state_dict()) keeps it: a model for evaluate and
+// predict without training one.
+void save_lenet(const std::filesystem::path& path) {
+  dptrain::model::LeNet net;
+  dptrain::model::StateDict dict;
+  for (const auto& p : net->named_parameters()) dict.emplace_back(p.key(), p.value().detach());
+  dptrain::model::save_state_dict(path, dict);
+}
 
 }  // namespace
 
@@ -89,18 +102,111 @@ TEST_CASE("a bad experiment exits 3 and names the file, the key and a hint", "[c
   CHECK(result.out.empty());
 }
 
-TEST_CASE("an unknown option or missing file is a usage error with status 2", "[cli]") {
+TEST_CASE("an unknown option is a usage error with status 2", "[cli]") {
   const auto unknown = run_dptrain("train --epochs 3");
   CHECK(unknown.status == 2);
   CHECK(unknown.err ==
         "usage error: dptrain train has no option --epochs\n"
         "hint: config keys are set with --set: --set train.epochs=3\n");
-  const auto missing = run_dptrain("train --config /nonexistent.json");
-  CHECK(missing.status == 2);
-  CHECK_THAT(missing.err, ContainsSubstring("--config: File does not exist: /nonexistent.json"));
   const auto bare = run_dptrain("");  // as cargo and kubectl: the overview
   CHECK(bare.status == 0);
   CHECK_THAT(bare.out, ContainsSubstring("Subcommands:"));
+}
+
+TEST_CASE("a missing --config file is a config error naming it, as a file that is no JSON is",
+          "[cli]") {
+  TempDir dir;
+  write_text(dir / "bad.json", "{");
+  const auto bad = run_dptrain("train --config " + (dir / "bad.json").string());
+  CHECK(bad.status == 3);
+  CHECK_THAT(bad.err, ContainsSubstring("error: config error: " + (dir / "bad.json").string()));
+  write_text(dir / "model.pt", "unread: the experiment is resolved first");
+  const std::string model = " --model " + (dir / "model.pt").string();
+  for (const std::string& command :
+       {std::string("train"), std::string("config"), "evaluate" + model,
+        "predict" + model + " x.png", std::string("sweep --grid optimizer.lr=0.1,0.2")}) {
+    INFO(command);
+    const auto missing = run_dptrain(command + " --config /nonexistent.json");
+    CHECK(missing.status == 3);
+    CHECK_THAT(missing.err, ContainsSubstring("error: config error: "));
+    CHECK_THAT(missing.err, ContainsSubstring("/nonexistent.json: no such experiment file\n"));
+    CHECK_THAT(missing.err, ContainsSubstring("error: hint: `ls configs/`"));
+    CHECK(missing.err.find("File does not exist") == std::string::npos);
+  }
+}
+
+TEST_CASE("an unknown --set key is answered with the whole paths of the keys nearest to it",
+          "[cli]") {
+  const auto lr = run_dptrain("train --set lr=0.1");
+  CHECK(lr.status == 3);
+  CHECK_THAT(lr.err, ContainsSubstring("--set lr=0.1: lr: unknown key\n"));
+  CHECK_THAT(lr.err, ContainsSubstring("hint: did you mean optimizer.lr?\n"));
+  const auto words = run_dptrain("config --set optimizer.learning_rate=0.1");
+  CHECK(words.status == 3);
+  CHECK_THAT(words.err, ContainsSubstring("optimizer.learning_rate: unknown key\n"));
+  CHECK_THAT(words.err, ContainsSubstring("hint: did you mean optimizer.lr?\n"));
+}
+
+TEST_CASE("one --set takes several pairs, and a pair typed with a space is answered joined",
+          "[cli]") {
+  // Pairs after one --set (or --set=), a value with a space in one word, options after them.
+  const auto several = run_dptrain(
+      shell_words({"config", "--set", "optimizer.lr=0.1", "train.epochs=2", "name=two words", "-q",
+                   "--set=seed=3", "data.batch_size=64", "--set", "runtime.threads=1"}));
+  INFO(several.err);
+  REQUIRE(several.status == 0);
+  const auto resolved = nlohmann::json::parse(several.out);
+  CHECK(resolved.at("optimizer").at("lr") == 0.1);
+  CHECK(resolved.at("train").at("epochs") == 2);
+  CHECK(resolved.at("name") == "two words");
+  CHECK(resolved.at("log").at("level") == "warn");
+  CHECK(resolved.at("seed") == 3);
+  CHECK(resolved.at("data").at("batch_size") == 64);
+  CHECK(resolved.at("runtime").at("threads") == 1);
+
+  const auto spaced = run_dptrain("train --set optimizer.lr 0.1");
+  CHECK(spaced.status == 2);
+  CHECK(spaced.err ==
+        "usage error: --set optimizer.lr 0.1: a key and its value are one word\n"
+        "hint: use key=value: --set optimizer.lr=0.1\n");
+  const auto json = run_dptrain(shell_words({"config", "--set", "parallel.devices", "[\"cpu\"]"}));
+  CHECK(json.status == 2);
+  CHECK_THAT(json.err,
+             ContainsSubstring("hint: use key=value: --set parallel.devices='[\"cpu\"]'"));
+
+  // predict's inputs after the pairs stay inputs (missing here: each is named, exit status 4).
+  TempDir dir;
+  save_lenet(dir / "model.pt");
+  const auto inputs = run_dptrain(
+      shell_words({"predict", "--model", (dir / "model.pt").string(), "--set", "runtime.threads=1",
+                   "parallel.devices=cpu", (dir / "a.png").string(), (dir / "b.png").string()}));
+  CHECK(inputs.status == 4);
+  CHECK_THAT(inputs.err, ContainsSubstring((dir / "a.png").string() + ": "));
+  CHECK_THAT(inputs.err, ContainsSubstring((dir / "b.png").string() + ": "));
+}
+
+TEST_CASE("evaluate and predict look at the files they name before the data or the experiment",
+          "[cli]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "no-data");
+  const std::string no_data = " --set data.dir=" + (dir / "no-data").string();
+  const auto missing = run_dptrain("evaluate --model " + (dir / "missing.pt").string() + no_data);
+  CHECK(missing.status == 5);
+  CHECK_THAT(missing.err,
+             ContainsSubstring((dir / "missing.pt").string() + ": no such model file\n"));
+  const auto folder = run_dptrain("evaluate --model " + (dir / "no-data").string() + no_data);
+  CHECK(folder.status == 5);
+  CHECK_THAT(folder.err, ContainsSubstring((dir / "no-data").string() + ": is a directory"));
+  save_lenet(dir / "model.pt");
+  const auto report = run_dptrain("evaluate --model " + (dir / "model.pt").string() + no_data +
+                                  " --output " + (dir / "nope" / "report.json").string());
+  CHECK(report.status == 5);
+  CHECK_THAT(report.err, ContainsSubstring((dir / "nope" / "report.json").string() +
+                                           ": no folder " + (dir / "nope").string()));
+  const auto predict = run_dptrain("predict --model " + (dir / "missing.pt").string() + " x.png");
+  CHECK(predict.status == 5);
+  CHECK_THAT(predict.err,
+             ContainsSubstring((dir / "missing.pt").string() + ": no such model file\n"));
 }
 
 TEST_CASE("missing data exits 4 and says where it looked", "[cli]") {
@@ -175,4 +281,38 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
   CHECK_THAT(result.err, ContainsSubstring("--output " + out.string() + " --resume auto\n"));
   CHECK(std::filesystem::exists(out / "config.json"));
   CHECK_FALSE(std::filesystem::exists(out / "summary.json"));
+}
+
+TEST_CASE("the torchrun example that train's help prints trains on this machine's torchrun",
+          "[cli][ddp][torchrun]") {
+  if (run_program("/bin/sh", "-c 'torchrun --help >/dev/null 2>&1'").status != 0) {
+    DPTRAIN_SKIP("no torchrun here (Debian's python3-torch has one)");
+  }
+  const std::string help = run_dptrain("train --help").out;
+  const size_t from = help.find("torchrun ");
+  const std::string config = "configs/ddp_cpu.json";
+  const size_t to = help.find(config, from);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  // The example's words as printed (a continued line joined), with the built binary for dptrain.
+  std::istringstream printed(help.substr(from, to + config.size() - from));
+  std::vector<std::string> words;
+  for (std::string w; printed >> w;) {
+    if (w == "\\") continue;
+    words.push_back(w == "dptrain" ? std::string(DPTRAIN_BINARY) : w);
+  }
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 120, 40);
+  for (const std::string& set :
+       {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=20"),
+        std::string("train.epochs=1"), std::string("runtime.threads=1")}) {
+    words.insert(words.end(), {"--set", set});
+  }
+  words.insert(words.end(), {"--output", (dir / "run").string()});
+  const auto run =
+      run_program("/bin/sh", "-c " + shell_words({shell_words(words)}), DPTRAIN_SOURCE_DIR);
+  INFO(shell_words(words) << "\n" << run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK_THAT(run.out, ContainsSubstring("test acc: "));
+  CHECK(summary_of(dir / "run").at("world_size") == 2);
 }

@@ -2,10 +2,11 @@
 #include "support/catch.h"
 
 #include "cli/suggest.h"
+#include "config/schema.h"
 
 using dptrain::cli::closest;
-using dptrain::cli::edit_distance;
 using dptrain::cli::set_spellings;
+using dptrain::config::edit_distance;
 
 TEST_CASE("edit distance counts a swap of neighbours as one edit", "[cli][suggest]") {
   CHECK(edit_distance("train", "train") == 0);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/load.h"
+#include "config/schema.h"
 #include "core/error.h"
 #include "support/fixtures.h"
 
@@ -29,6 +30,19 @@ std::string error_of(F&& f, ErrorCode code) {
     CHECK(e.code() == code);
     CHECK_FALSE(e.hint().empty());
     return e.what();
+  }
+  FAIL("no error was raised");
+  return {};
+}
+
+// The hint of the error with `code` that `f` raises.
+template <typename F>
+std::string hint_of(F&& f, ErrorCode code = ErrorCode::kConfig) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.code() == code);
+    return e.hint();
   }
   FAIL("no error was raised");
   return {};
@@ -238,6 +252,8 @@ TEST_CASE("a malformed file or override is an error naming it", "[config]") {
         "exp.json: (top level): expected an object, got a list");
   CHECK(error_of([] { resolve("{}", {"train.epochs"}); }, ErrorCode::kUsage) ==
         "--set train.epochs: expected key.path=value");
+  CHECK(hint_of([] { resolve("{}", {"train.epochs"}); }, ErrorCode::kUsage) ==
+        "use key=value: --set train.epochs=VALUE");
   CHECK(error_of([] { resolve("{}", {"train.epochs.x=1"}); }, ErrorCode::kConfig) ==
         "--set train.epochs.x=1: train.epochs.x: train.epochs is not an object, so it has no "
         "key \"x\"");
@@ -267,6 +283,57 @@ TEST_CASE("an override that is not UTF-8 is a config error, not a crash (found b
 TEST_CASE("a missing experiment file is a config error naming it", "[config]") {
   CHECK(error_of([] { dptrain::config::load_config("/nonexistent/exp.json", {}, kModels); },
                  ErrorCode::kConfig) == "/nonexistent/exp.json: no such experiment file");
+  CHECK_THAT(hint_of([] { dptrain::config::load_config("/nonexistent/exp.json", {}, kModels); }),
+             ContainsSubstring("`ls configs/`"));
+}
+
+TEST_CASE("an unknown key is answered with the keys nearest to it, by whole path or last part",
+          "[config]") {
+  // A key's last part alone, or its name in words: the whole path of the key.
+  CHECK(error_of([] { resolve("{}", {"lr=0.1"}); }, ErrorCode::kConfig) ==
+        "--set lr=0.1: lr: unknown key");
+  CHECK(hint_of([] { resolve("{}", {"lr=0.1"}); }) == "did you mean optimizer.lr?");
+  CHECK(hint_of([] { resolve("{}", {"optimizer.learning_rate=0.1"}); }) ==
+        "did you mean optimizer.lr?");
+  CHECK(hint_of([] { resolve(R"({"batch_size": 64})"); }) == "did you mean data.batch_size?");
+  // A few edits away: in the section, the section itself, or its keys named beyond it.
+  CHECK(hint_of([] { resolve(R"({"data": {"batch_sise": 128}})"); }) ==
+        "did you mean data.batch_size?");
+  CHECK(hint_of([] { resolve(R"({"optimiser": {"lr": 0.1}})"); }) == "did you mean optimizer?");
+  CHECK(hint_of([] { resolve("{}", {"trian.epochs=2"}); }) == "did you mean train.epochs?");
+  // Of keys as near, those of the section typed; of several as near, each.
+  CHECK(hint_of([] { resolve("{}", {"log.lvl=debug"}); }) == "did you mean log.level?");
+  CHECK(hint_of([] { resolve("{}", {"dirr=/d"}); }) == "did you mean data.dir or checkpoint.dir?");
+  // Nothing near: the keys of the level, and where every key is listed.
+  const std::string none = hint_of([] { resolve("{}", {"optimizer.zzzzzz=1"}); });
+  CHECK_THAT(none, Catch::Matchers::StartsWith("known keys here: betas, eps,"));
+  CHECK_THAT(none, ContainsSubstring("`dptrain config --keys`"));
+}
+
+TEST_CASE("nearest keys: the same name, its initials, or a few edits; a long name is near none",
+          "[config]") {
+  using dptrain::config::near_keys;
+  using Keys = std::vector<std::string>;
+  CHECK(near_keys("lr") == Keys{"optimizer.lr"});
+  CHECK(near_keys("bs") == Keys{"data.batch_size"});
+  CHECK(near_keys("train.batch_size") == Keys{"data.batch_size"});
+  CHECK(near_keys("early_stoping.patience") == Keys{"early_stopping.patience"});
+  CHECK(near_keys("train.name") == Keys{"name", "model.name", "optimizer.name", "scheduler.name"});
+  // The sections both share are left aside: "learning" is not two edits from "optimizer.name".
+  CHECK(near_keys("optimizer.learning").empty());
+  CHECK(near_keys("checkpoint.directory").empty());
+  // A key of a file may be megabytes long; edits are counted in a table of both lengths.
+  CHECK(near_keys(std::string(1 << 20, 'x') + ".lr").empty());
+}
+
+TEST_CASE("a JSON pointer into an experiment reads as the key path messages name", "[config]") {
+  using dptrain::config::key_path_of;
+  CHECK(key_path_of("/optimizer/lr") == "optimizer.lr");
+  CHECK(key_path_of("/seed") == "seed");
+  CHECK(key_path_of("/parallel/devices/1") == "parallel.devices[1]");
+  CHECK(key_path_of("/a~1b/c~0d") == "a/b.c~d");
+  CHECK(key_path_of(dptrain::config::key_pointer("data.batch_size").to_string()) ==
+        "data.batch_size");
 }
 
 TEST_CASE("the resolved config written out reads back as the same experiment", "[config]") {

@@ -115,6 +115,29 @@ TEST_CASE("compare shows what differs and what each run measured, unfinished run
   CHECK(runs::format_table(broken, runs::TableFormat::kCsv) == "run,note\na,one\\x0atwo|three\n");
 }
 
+TEST_CASE("compare shows backend, devices and precision once, not again among the keys that differ",
+          "[runs]") {
+  TempDir dir;
+  nlohmann::json ddp = config_with_lr(0.2);
+  ddp["parallel"] = {{"backend", "ddp"}, {"devices", {"cpu", "cpu"}}};
+  ddp["precision"] = "bf16";
+  write_run(dir / "a", config_with_lr(0.1), {}, "running");
+  write_run(dir / "b", ddp, {}, "running");
+  const auto views =
+      std::vector<runs::RunView>{runs::read_run(dir / "a"), runs::read_run(dir / "b")};
+  const runs::Table table = runs::compare_runs(views);
+  CHECK(table.columns == std::vector<std::string>{"run", "state", "backend", "devices", "precision",
+                                                  "optimizer.lr", "epochs", "test_acc",
+                                                  "best_epoch", "sec/epoch", "samples/s"});
+  using Row = std::vector<std::string>;
+  CHECK(table.rows[1] ==
+        Row{"b", "running", "ddp", "cpu,cpu", "bf16", "0.2", "0/2", "-", "-", "-", "-"});
+  CHECK(table.records[1].at("differs") == nlohmann::json{{"optimizer.lr", "0.2"}});
+  // Which keys differ is still every one of them.
+  CHECK(runs::differing_keys(views) == std::vector<std::string>{"optimizer.lr", "parallel.backend",
+                                                                "parallel.devices", "precision"});
+}
+
 TEST_CASE(
     "compare writes a run's text as text: no terminal code in any format, no formula in a csv "
     "cell",
