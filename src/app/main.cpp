@@ -77,6 +77,7 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  core::hold_launcher_signals();  // until train's handlers are in, or run() lets them act
   core::keep_freed_memory_for_reuse();
   const cli::ParseResult parsed = cli::parse_command_line(argc, argv);
   if (!parsed.command) return parsed.exit_status;

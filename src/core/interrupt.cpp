@@ -71,6 +71,12 @@ void launcher_held_signals(sigset_t& set) {
   for (const int signal : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&set, signal);
 }
 
+void hold_launcher_signals() {
+  sigset_t set;
+  launcher_held_signals(set);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 void release_launcher_signals() {
   sigset_t set;
   launcher_held_signals(set);

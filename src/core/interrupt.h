@@ -27,6 +27,11 @@ std::string preemption_signal_name();  // "SIGTERM" or "SIGUSR1", once requested
 // once their handlers are installed (train) or where the default action is what they want
 // (every other command); a pending one is then delivered.
 void launcher_held_signals(sigset_t& set);  // fills `set` with them
+// main's first act, for a process started by anyone else (srun, torchrun, a shell): the notice
+// of a scheduler that comes while dptrain starts waits for the handlers in the same way. The
+// dynamic loader's work before main (LibTorch's, about half a second) is beyond any handler: the
+// batch scripts count a death by SIGTERM or SIGUSR1 as a preemption (scripts/slurm/).
+void hold_launcher_signals();
 void release_launcher_signals();
 
 // Forgets a request and arms the handler, even where SIGINT was ignored (tests that interrupt
