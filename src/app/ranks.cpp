@@ -62,8 +62,14 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
         "--nnodes " + std::to_string(nodes.nnodes) + " needs --master-addr and --master-port",
         "give every machine machine 0's address and a free port on it");
   }
-  // A batch that does not split over the ranks fails here, before any rank starts.
+  // A batch that does not split over the ranks fails here, before any rank starts; so does a
+  // device this machine lacks (a GPU config on a CPU-only machine), which each rank would report
+  // on its own, and the launcher as ranks that never reached the rendezvous.
   train::per_rank_batch(config.data.batch_size, nodes.nnodes * local_ranks);
+  for (int local = 0; local < local_ranks; ++local) {
+    parallel::device_for_local_rank(config.parallel.devices, local,
+                                    nodes.node_rank * local_ranks + local);
+  }
   distributed::LocalLaunch launch;
   launch.local_ranks = local_ranks;
   launch.nnodes = nodes.nnodes;

@@ -121,6 +121,11 @@ void check_command_line(const cli::Command& command) {
         "--overwrite starts a new run, and --resume " + *command.resume + " goes on with one",
         "give one of them: --resume FILE into a folder of its own begins a run from it");
   }
+  // A file named on the command line is looked at before the data set is loaded.
+  if (command.init_from && !std::filesystem::is_regular_file(*command.init_from)) {
+    throw core::Error(core::ErrorCode::kIo, command.init_from->string() + ": no such model file",
+                      "give a model.pt or a checkpoint of a run (runs/<name>/<time>/model.pt)");
+  }
   if (command.resume && *command.resume == "auto" && !command.output_dir) {
     usage_error("--resume auto looks for checkpoints in the run's folder, but there is no --output",
                 "give the run's folder with --output");

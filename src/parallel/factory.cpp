@@ -67,6 +67,13 @@ std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
   }
   if (config.backend == config::Backend::kDp) {
     std::vector<torch::Device> devices = resolve_device_list(config.devices);
+    if (devices.size() == 1) {
+      spdlog::warn(
+          "parallel.backend \"dp\" over one device ({}) trains as \"single\" does, with dp's "
+          "replica overhead on top; list two or more devices (parallel.devices=[\"cpu\",\"cpu\"]) "
+          "or use parallel.backend \"single\"",
+          format_devices(devices));
+    }
     const torch::Device output =
         config.output_device.empty()
             ? devices[0]

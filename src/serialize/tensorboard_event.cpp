@@ -14,9 +14,26 @@ enum Wire : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32
 constexpr uint32_t kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5;
 constexpr uint32_t kSummaryValue = 1;
 constexpr uint32_t kValueTag = 1, kValueSimpleValue = 2, kValueTensor = 8, kValueMetadata = 9;
-constexpr uint32_t kMetadataPluginData = 1, kPluginName = 1;
+constexpr uint32_t kMetadataPluginData = 1, kPluginName = 1, kPluginContent = 2;
 constexpr uint32_t kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8;
-constexpr uint64_t kDtypeString = 7;  // DT_STRING
+constexpr uint32_t kShapeDim = 2;
+constexpr uint64_t kDtypeFloat = 1, kDtypeString = 7;  // DT_FLOAT, DT_STRING
+
+// The hparams plugin's records (plugin_data.proto, api.proto) and protobuf's struct.proto Value.
+constexpr uint32_t kPluginDataExperiment = 2, kPluginDataSessionStart = 3,
+                   kPluginDataSessionEnd = 4;
+constexpr uint32_t kExperimentHParamInfos = 4, kExperimentMetricInfos = 5;
+constexpr uint32_t kHParamInfoName = 1, kHParamInfoType = 4;
+constexpr uint32_t kMetricInfoName = 1, kMetricNameTag = 2;
+constexpr uint32_t kSessionStartHParams = 1, kSessionStartTime = 5;
+constexpr uint32_t kMapKey = 1, kMapValue = 2;  // a map<string, Value> entry
+constexpr uint32_t kSessionEndStatus = 1, kSessionEndTime = 2;
+constexpr uint32_t kStructNumber = 2, kStructString = 3, kStructBool = 4;
+constexpr uint64_t kDataTypeString = 1, kDataTypeBool = 2, kDataTypeFloat64 = 3;  // DataType
+constexpr std::string_view kHParamsPlugin = "hparams";
+constexpr std::string_view kExperimentTag = "_hparams_/experiment";
+constexpr std::string_view kSessionStartTag = "_hparams_/session_start_info";
+constexpr std::string_view kSessionEndTag = "_hparams_/session_end_info";
 
 class Message {
  public:
@@ -70,6 +87,32 @@ std::string summary_event(double wall_time, int64_t step, const std::vector<Mess
   return event.str();
 }
 
+// One hparams record: a Summary.Value under `tag` whose metadata names the plugin and holds
+// HParamsPluginData with `record` in its field `which` (the version, 0, is protobuf's default and
+// so absent, as Python writes it). The tensor is TensorBoard's own NULL_TENSOR (an empty float
+// vector), what its hparams summaries write and what its reader puts where torch writes none.
+std::string hparams_event(double wall_time, std::string_view tag, uint32_t which,
+                          const Message& record) {
+  Message data;
+  data.bytes(which, record.str());
+  Message plugin;
+  plugin.bytes(kPluginName, kHParamsPlugin);
+  plugin.bytes(kPluginContent, data.str());
+  Message metadata;
+  metadata.bytes(kMetadataPluginData, plugin.str());
+  Message dim;  // size 0: protobuf's default, so no bytes
+  Message shape;
+  shape.bytes(kShapeDim, dim.str());
+  Message tensor;
+  tensor.varint(kTensorDtype, kDtypeFloat);
+  tensor.bytes(kTensorShape, shape.str());
+  Message value;
+  value.bytes(kValueTag, tag);
+  value.bytes(kValueTensor, tensor.str());
+  value.bytes(kValueMetadata, metadata.str());
+  return summary_event(wall_time, /*step=*/0, {value});
+}
+
 // Reads an encoded message one field at a time.
 class FieldReader {
  public:
@@ -78,7 +121,8 @@ class FieldReader {
   struct Field {
     uint32_t number = 0;
     uint32_t wire = 0;
-    uint64_t value = 0;  // varint and fixed fields
+    uint64_t value = 0;      // varint and fixed fields
+    std::string_view bytes;  // length-delimited fields
   };
 
   // False at the end, and at bytes that are no field (then malformed() says so).
@@ -105,6 +149,7 @@ class FieldReader {
       case kLengthDelimited: {
         uint64_t length = 0;
         if (!varint(length) || length > bytes_.size() - at_) return false;
+        f.bytes = bytes_.substr(at_, length);
         at_ += length;
         return true;
       }
@@ -132,6 +177,24 @@ class FieldReader {
   size_t at_ = 0;
   bool malformed_ = false;
 };
+
+// Whether an encoded Summary holds the hparams session end (found by its tag, as TensorBoard
+// finds it).
+bool holds_tag(std::string_view summary, std::string_view tag) {
+  FieldReader values(summary);
+  FieldReader::Field v;
+  while (values.next(v)) {
+    if (v.number != kSummaryValue || v.wire != kLengthDelimited) continue;
+    FieldReader fields(v.bytes);
+    FieldReader::Field f;
+    while (fields.next(f)) {
+      if (f.number == kValueTag && f.wire == kLengthDelimited && f.bytes == tag) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -167,6 +230,55 @@ std::string text_event(double wall_time, int64_t step, const std::string& tag,
   return summary_event(wall_time, step, {value});
 }
 
+std::string hparams_experiment_event(double wall_time, const std::vector<HParamValue>& hparams,
+                                     const std::vector<std::string>& metric_tags) {
+  Message experiment;
+  for (const auto& h : hparams) {
+    // DataType by the variant's alternative: double, std::string, bool.
+    static constexpr uint64_t kTypes[] = {kDataTypeFloat64, kDataTypeString, kDataTypeBool};
+    Message info;
+    info.bytes(kHParamInfoName, h.name);
+    info.varint(kHParamInfoType, kTypes[h.value.index()]);
+    experiment.bytes(kExperimentHParamInfos, info.str());
+  }
+  for (const auto& tag : metric_tags) {
+    Message name;  // group empty: the scalars are the session run's own
+    name.bytes(kMetricNameTag, tag);
+    Message info;
+    info.bytes(kMetricInfoName, name.str());
+    experiment.bytes(kExperimentMetricInfos, info.str());
+  }
+  return hparams_event(wall_time, kExperimentTag, kPluginDataExperiment, experiment);
+}
+
+std::string hparams_session_start_event(double wall_time, const std::vector<HParamValue>& hparams) {
+  Message start;
+  for (const auto& h : hparams) {
+    // A oneof member is written even when it is 0, false or "": that is how the kind is known.
+    Message value;
+    if (const auto* number = std::get_if<double>(&h.value)) {
+      value.fixed64(kStructNumber, *number);
+    } else if (const auto* text = std::get_if<std::string>(&h.value)) {
+      value.bytes(kStructString, *text);
+    } else {
+      value.varint(kStructBool, std::get<bool>(h.value) ? 1 : 0);
+    }
+    Message entry;
+    entry.bytes(kMapKey, h.name);
+    entry.bytes(kMapValue, value.str());
+    start.bytes(kSessionStartHParams, entry.str());
+  }
+  start.fixed64(kSessionStartTime, wall_time);
+  return hparams_event(wall_time, kSessionStartTag, kPluginDataSessionStart, start);
+}
+
+std::string hparams_session_end_event(double wall_time, HParamsStatus status) {
+  Message end;
+  end.varint(kSessionEndStatus, static_cast<uint64_t>(status));
+  end.fixed64(kSessionEndTime, wall_time);
+  return hparams_event(wall_time, kSessionEndTag, kPluginDataSessionEnd, end);
+}
+
 std::optional<EventHeader> decode_event_header(std::string_view bytes) {
   EventHeader header;
   FieldReader reader(bytes);
@@ -178,6 +290,8 @@ std::optional<EventHeader> decode_event_header(std::string_view bytes) {
       header.step = static_cast<int64_t>(f.value);
     } else if (f.number == kEventSummary && f.wire == kLengthDelimited) {
       header.has_summary = true;
+      header.hparams_session_end = header.hparams_session_end || holds_tag(f.bytes, kSessionEndTag);
+      header.epoch_figures = header.epoch_figures || holds_tag(f.bytes, kEpochTag);
     }
   }
   if (reader.malformed()) return std::nullopt;

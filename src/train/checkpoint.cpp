@@ -23,9 +23,12 @@ std::optional<int64_t> number_of(const std::ssub_match& digits) {
   return value;
 }
 
-// The epoch and preemption checkpoints in `dir`, oldest first (by finished epochs, then steps).
-// A name whose numbers no run could reach (more than 19 digits) is no checkpoint of ours.
-std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::path& dir) {
+using Position = std::pair<int64_t, int64_t>;  // finished epochs, batches into the next
+
+// The epoch and preemption checkpoints in `dir` with their positions, oldest first. A name whose
+// numbers no run could reach (more than 19 digits) is no checkpoint of ours.
+std::vector<std::pair<Position, std::filesystem::path>> positioned_checkpoints(
+    const std::filesystem::path& dir) {
   static const std::regex kName(R"(epoch-(\d{4,})(?:-batch-(\d{6,}))?\.pt)");
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::filesystem::path>> found;
   std::error_code ec;
@@ -39,8 +42,13 @@ std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::p
     found.push_back({{*epochs, *steps}, entry.path()});
   }
   std::sort(found.begin(), found.end());
+  return found;
+}
+
+// The epoch and preemption checkpoints in `dir`, oldest first (by finished epochs, then steps).
+std::vector<std::filesystem::path> checkpoints_in_order(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> paths;
-  for (const auto& f : found) paths.push_back(f.second);
+  for (const auto& f : positioned_checkpoints(dir)) paths.push_back(f.second);
   return paths;
 }
 
@@ -101,6 +109,15 @@ std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::pa
   const auto found = checkpoints_in_order(dir);
   if (found.empty()) return std::nullopt;
   return found.back();
+}
+
+std::vector<std::filesystem::path> checkpoints_after(const std::filesystem::path& dir,
+                                                     Position position) {
+  std::vector<std::filesystem::path> later;
+  for (const auto& f : positioned_checkpoints(dir)) {
+    if (f.first > position) later.push_back(f.second);
+  }
+  return later;
 }
 
 void prune_checkpoints(const std::filesystem::path& dir, int64_t keep) {

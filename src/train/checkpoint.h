@@ -47,6 +47,10 @@ class Checkpointer {
 std::string checkpoint_name(int64_t finished_epochs, int64_t batches_done);
 // The newest epoch or preemption checkpoint in `dir`, if any (best.pt does not count).
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
+// The epoch and preemption checkpoints in `dir` written later in the run than `position`
+// (checkpoint_position's finished epochs and batches), oldest first.
+std::vector<std::filesystem::path> checkpoints_after(const std::filesystem::path& dir,
+                                                     std::pair<int64_t, int64_t> position);
 // Deletes all but the newest `keep` epoch checkpoints in `dir` (keep 0: none deleted).
 void prune_checkpoints(const std::filesystem::path& dir, int64_t keep);
 

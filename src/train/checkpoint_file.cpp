@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "config/json_text.h"
+#include "config/schema.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/terminal.h"
@@ -102,6 +103,21 @@ void check_model(const std::filesystem::path& path, const json& record,
               "run folder, config.json), or start a new run without --resume");
 }
 
+// Each rank's intra-op thread count orders the float sums of every convolution and matrix
+// product: another count gives other low bits, which training then carries on.
+void warn_about_threads(const std::filesystem::path& path, const json& record) {
+  const auto saved = record.find("threads");
+  if (saved == record.end() || !saved->is_number_integer()) return;  // a record before they were
+  const int then = saved->get<int>();
+  const int now = torch::get_num_threads();
+  if (then == now) return;
+  spdlog::warn(
+      "resuming {}: it was trained with {} thread(s) and this run has {}: sums then add up in "
+      "another order, so from here the parameters will differ slightly from an uninterrupted "
+      "run's (add --set runtime.threads={} to keep them equal)",
+      path.string(), then, now, then);
+}
+
 void warn_about_changes(const std::filesystem::path& path, const json& saved,
                         const config::Config& config) {
   if (!saved.is_object()) {  // a json error: the caller names the record damaged
@@ -119,7 +135,8 @@ void warn_about_changes(const std::filesystem::path& path, const json& saved,
       spdlog::warn(
           "resuming {}: {} was {} and is now {}; the run will not match an "
           "uninterrupted one",
-          path.string(), key, value.dump(), it == now.end() ? "absent" : it->dump());
+          path.string(), config::key_path_of(key), value.dump(),
+          it == now.end() ? "absent" : it->dump());
     }
   }
   if (differ > kMostShown) {
@@ -289,6 +306,7 @@ Progress checked_progress(const std::filesystem::path& path, const core::ReadOnl
   try {
     check_model(path, record, config, params);
     warn_about_changes(path, record.at("config"), config);
+    warn_about_threads(path, record);
     return progress_of(record);
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
@@ -324,6 +342,7 @@ void write_checkpoint(const std::filesystem::path& path, const config::Config& c
         {"best", progress.early_stopping.best},
         {"without_improvement", progress.early_stopping.without_improvement}}},
       {"scaler", {{"scale", progress.scaler.scale}, {"clean_steps", progress.scaler.clean_steps}}},
+      {"threads", torch::get_num_threads()},
   };
   const auto entry = [](const char* key, ValuePtr value) {
     return std::make_pair(serialize::text(key), std::move(value));
@@ -371,6 +390,17 @@ std::string checkpoint_run_id(const std::filesystem::path& path) {
   const Opened opened = open_checkpoint(path, core::ReadOnlyFile(path), record_only());
   try {
     return opened.record.at("run_id").get<std::string>();
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+                kDamagedHint);
+  }
+}
+
+std::pair<int64_t, int64_t> checkpoint_position(const std::filesystem::path& path) {
+  const Opened opened = open_checkpoint(path, core::ReadOnlyFile(path), record_only());
+  try {
+    return {opened.record.at("epoch").get<int64_t>(),
+            opened.record.at("batches_done").get<int64_t>()};
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
                 kDamagedHint);

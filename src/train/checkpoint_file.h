@@ -65,6 +65,11 @@ Progress read_checkpoint(const std::filesystem::path& path,
 // The run a checkpoint belongs to; an I/O error naming `path` when it is no readable checkpoint.
 std::string checkpoint_run_id(const std::filesystem::path& path);
 
+// Where in the run a checkpoint was written: its finished epochs and the batches taken of the
+// next (its file name's numbers, read from the record so that best.pt has them too). An I/O error
+// naming `path` when it is no readable checkpoint.
+std::pair<int64_t, int64_t> checkpoint_position(const std::filesystem::path& path);
+
 // The resolved config a checkpoint was written with, as JSON text (an experiment file's form);
 // nothing when `path` is no checkpoint of this format or cannot be read (reading it for its
 // weights then says what is wrong).

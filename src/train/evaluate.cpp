@@ -4,7 +4,8 @@
 
 namespace dptrain::train {
 
-EvalResult evaluate(parallel::Backend& backend, data::Loader& loader) {
+EvalResult evaluate(parallel::Backend& backend, data::Loader& loader,
+                    const std::function<void(int64_t, int64_t)>& after_batch) {
   backend.set_training(false);
   core::compat::InferenceGuard no_autograd;
   const auto options = torch::TensorOptions().device(backend.input_device());
@@ -12,6 +13,7 @@ EvalResult evaluate(parallel::Backend& backend, data::Loader& loader) {
   torch::Tensor loss_sum = torch::zeros({}, options.dtype(torch::kFloat64));
   torch::Tensor confusion = torch::zeros({kClasses * kClasses}, options.dtype(torch::kInt64));
   int64_t samples = 0;
+  int64_t done = 0;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     const torch::Tensor logits = backend.forward(batch->images);
@@ -21,6 +23,7 @@ EvalResult evaluate(parallel::Backend& backend, data::Loader& loader) {
     const torch::Tensor cell = batch->labels * kClasses + logits.argmax(1);
     confusion.index_add_(0, cell, torch::ones_like(cell));
     samples += batch->size();
+    if (after_batch) after_batch(++done, loader.batches_per_epoch());
   }
   const torch::Tensor counts = confusion.cpu();
   std::vector<double> totals = {loss_sum.item<double>(), static_cast<double>(samples)};

@@ -2,6 +2,7 @@
 // every batch (and, for multi-process backends, over every rank's shard) before dividing.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "data/loader.h"
@@ -21,6 +22,8 @@ struct EvalResult {
   std::vector<int64_t> confusion;
 };
 
-EvalResult evaluate(parallel::Backend& backend, data::Loader& loader);
+// `after_batch(done, batches)`, when given, after each batch (for a live line).
+EvalResult evaluate(parallel::Backend& backend, data::Loader& loader,
+                    const std::function<void(int64_t, int64_t)>& after_batch = {});
 
 }  // namespace dptrain::train

@@ -53,6 +53,17 @@ std::string format_progress(const ProgressFigures& f) {
   return buffer;
 }
 
+std::string format_progress(const EvalProgress& f) {
+  const double per_batch = f.batch > 0 ? f.elapsed_sec / static_cast<double>(f.batch) : NAN;
+  const double remaining = per_batch * static_cast<double>(f.batches - f.batch);
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, "epoch %lld/%lld  evaluating %s  batch %lld/%lld  %s<%s",
+                static_cast<long long>(f.epoch), static_cast<long long>(f.epochs), f.what.c_str(),
+                static_cast<long long>(f.batch), static_cast<long long>(f.batches),
+                clock_text(f.elapsed_sec).c_str(), clock_text(remaining).c_str());
+  return buffer;
+}
+
 bool LiveProgress::due() const {
   if (!enabled_) return false;
   if (!drawn_) return true;
@@ -72,8 +83,14 @@ void LiveProgress::erase() {
 }
 
 void LiveProgress::update(const ProgressFigures& figures) {
-  if (!due()) return;
-  const std::string line = format_progress(figures);
+  if (due()) draw(format_progress(figures));
+}
+
+void LiveProgress::update(const EvalProgress& figures) {
+  if (due()) draw(format_progress(figures));
+}
+
+void LiveProgress::draw(const std::string& line) {
   erase();
   out_ << line << std::flush;
   drawn_width_ = line.size();

@@ -32,6 +32,18 @@ struct ProgressFigures {
 // The text of the line (without the redraw codes), for the figures.
 std::string format_progress(const ProgressFigures& f);
 
+// The line while an epoch's parameters are evaluated ("val" or "test" as `what`), which on a busy
+// machine takes long enough to look like a hang without one.
+struct EvalProgress {
+  int64_t epoch = 0;  // 1-based
+  int64_t epochs = 0;
+  std::string what;
+  int64_t batch = 0;  // batches done
+  int64_t batches = 0;
+  double elapsed_sec = 0;
+};
+std::string format_progress(const EvalProgress& f);
+
 class LiveProgress {
  public:
   static constexpr int kRedrawsPerSecond = 4;
@@ -43,11 +55,13 @@ class LiveProgress {
   // Whether update() would draw now: the first call of an epoch, then a quarter second apart.
   bool due() const;
   void update(const ProgressFigures& figures);
+  void update(const EvalProgress& figures);
   // Erases the line, if one is drawn.
   void clear();
 
  private:
   void erase();
+  void draw(const std::string& line);
 
   std::ostream& out_;
   bool enabled_;

@@ -21,7 +21,6 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"global_step", m.global_step},
                       {"lr", m.lr},
                       {"skipped_steps", m.skipped_steps},
-                      {"loss_scale", m.loss_scale},
                       {"optimizer_state_bytes", m.optimizer_state_bytes},
                       {"gradient_bytes", m.gradient_bytes},
                       {"peak_rss_bytes", m.peak_rss_bytes},
@@ -31,6 +30,7 @@ nlohmann::json to_json(const EpochMetrics& m) {
     j["val_loss"] = m.val_loss;
     j["val_acc"] = m.val_acc;
   }
+  if (m.loss_scale > 0) j["loss_scale"] = m.loss_scale;  // fp16's scaler only
   return j;
 }
 
@@ -108,6 +108,7 @@ nlohmann::json to_json(const RunSummary& s) {
       {"backend", s.backend},
       {"devices", s.devices},
       {"world_size", s.world_size},
+      {"threads", s.threads},
       {"precision", s.precision},
       {"libtorch_version", s.libtorch_version},
       {"stopped_early", s.stopped_early},

@@ -63,13 +63,16 @@ struct RunSummary {
   bool has_val = false;  // data.val_split > 0: the held-out figures of the final weights
   double val_loss = 0;
   double val_acc = 0;
-  double sec_per_epoch = 0;  // mean training seconds per epoch
-  double eval_sec_per_epoch = 0;
+  double sec_per_epoch = 0;       // mean training seconds per epoch
+  double eval_sec_per_epoch = 0;  // mean evaluation seconds per epoch (val and test)
   double samples_per_sec = 0;
   int64_t epochs_run = 0;
   std::string backend;
   std::vector<std::string> devices;
   int world_size = 1;
+  // Each rank's intra-op threads: another count sums floats in another order, so the same run
+  // ends in (slightly) other parameters.
+  int threads = 0;
   std::string precision;
   std::string libtorch_version;
   // Early stopping (best_epoch 0: not enabled, or nothing finite seen).

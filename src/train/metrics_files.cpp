@@ -11,7 +11,8 @@ EpochTableFile::EpochTableFile(std::filesystem::path path, std::string header, R
                                const std::vector<EpochMetrics>& earlier)
     : path_(std::move(path)), row_(std::move(row)), contents_(std::move(header)) {
   for (const auto& m : earlier) contents_ += row_(m) + "\n";
-  if (!earlier.empty()) core::write_file_atomic(path_, contents_);
+  // Even with no finished epochs: the file of an earlier part may hold epochs past this start.
+  core::write_file_atomic(path_, contents_);
 }
 
 void EpochTableFile::epoch(const EpochMetrics& m) {

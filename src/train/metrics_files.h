@@ -16,7 +16,8 @@ namespace dptrain::train {
 class EpochTableFile : public RunLog {
  public:
   using Row = std::function<std::string(const EpochMetrics&)>;
-  // Starts with `earlier` (a resumed run's finished epochs) and writes them out at once.
+  // Starts with `earlier` (a resumed run's finished epochs) and writes them out at once, in place
+  // of whatever the file held.
   EpochTableFile(std::filesystem::path path, std::string header, Row row,
                  const std::vector<EpochMetrics>& earlier);
   void epoch(const EpochMetrics& m) override;

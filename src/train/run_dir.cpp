@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <system_error>
@@ -12,20 +11,13 @@
 #include "core/fs.h"
 #include "core/random.h"
 #include "core/sha256.h"
+#include "core/wall_clock.h"
+#include "train/branch.h"
 
 namespace dptrain::train {
 namespace {
 
 const char* const kRunFile = "run.json";
-
-std::string timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y%m%d-%H%M%S", &local);
-  return buffer;
-}
 
 bool holds_results(const std::filesystem::path& dir) {
   for (const char* file : {"metrics.jsonl", "summary.json", "config.json", kRunFile}) {
@@ -45,9 +37,17 @@ bool written_by_a_run(const std::string& name) {
 void remove_run_files(const std::filesystem::path& dir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!written_by_a_run(entry.path().filename().string())) continue;
+    const std::string name = entry.path().filename().string();
+    // An abandoned branch's folder goes whole (remove_all removes links, never what they name).
+    const bool abandoned = is_abandoned_folder_name(name) && !entry.is_symlink(ec);
+    if (!written_by_a_run(name) && !abandoned) continue;
     std::error_code removal;
-    if (!std::filesystem::remove(entry.path(), removal) && removal) {
+    if (abandoned) {
+      std::filesystem::remove_all(entry.path(), removal);
+    } else {
+      std::filesystem::remove(entry.path(), removal);
+    }
+    if (removal) {
       throw core::Error(
           core::ErrorCode::kIo,
           entry.path().string() + ": cannot remove the earlier run's file: " + removal.message(),
@@ -147,7 +147,8 @@ RunFolder open_run_folder(const std::optional<std::filesystem::path>& requested,
     lock_run_folder(folder);
   } else {
     // Runs started in the same second take the next free name, each its own.
-    const std::filesystem::path base = std::filesystem::path("runs") / config.name / timestamp();
+    const std::filesystem::path base =
+        std::filesystem::path("runs") / config.name / core::local_timestamp();
     for (int i = 0; !folder.lock || !folder.lock->held(); ++i) {
       folder.dir = i == 0 ? base : std::filesystem::path(base.string() + "-" + std::to_string(i));
       if (std::filesystem::exists(folder.dir)) continue;

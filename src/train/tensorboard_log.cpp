@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/wall_clock.h"
@@ -22,12 +23,16 @@ std::string frame(const std::string& event) {
   return serialize::tfrecord_frame(event);
 }
 
-// Cuts the run's file back to the records of its earlier part up to the checkpoint's step: a new
-// part trains the later steps again. A torn last record (the part was killed mid-write) goes
-// too; so does anything that is not a well-formed event. A file with nothing to cut is left as
-// it is (a TensorBoard reading it need not reload).
-void cut_to_step(const std::filesystem::path& file, int64_t global_step) {
+// Rebuilds the run's file to the point a new part resumes from: the records of its earlier parts
+// up to the checkpoint's step, of which the epoch figures only where they are the checkpoint's
+// epochs in order (an abandoned branch's, or a killed part's past its checkpoint, go). A torn last
+// record (the part was killed mid-write) goes too, and so does anything that is not a well-formed
+// event. A file with nothing to cut is
+// left as it is (a TensorBoard reading it need not reload). Returns how many of the checkpoint's
+// epochs the file holds: the rest are the caller's to append.
+size_t rebuild_to(const std::filesystem::path& file, const LogStart& start) {
   std::string kept;
+  size_t present = 0;
   {
     const core::MappedFile mapped(file);  // read in place, not copied
     const std::string_view bytes = mapped.bytes();
@@ -38,12 +43,51 @@ void cut_to_step(const std::filesystem::path& file, int64_t global_step) {
     }
     for (const auto record : scan.records) {
       const auto header = serialize::decode_event_header(record);
-      if (header && header->step <= global_step) kept += serialize::tfrecord_frame(record);
+      if (!header || header->step > start.global_step) continue;
+      if (header->epoch_figures) {
+        const bool next_epoch =
+            present < start.epochs.size() && header->step == start.epochs[present].global_step;
+        if (!next_epoch) continue;
+        ++present;
+      }
+      kept += serialize::tfrecord_frame(record);
     }
-    if (kept == bytes) return;
+    if (kept == bytes) return present;
   }
   core::write_file_atomic(file, kept);
+  return present;
 }
+
+// TensorBoard's HParams view: the resolved config's settings under dotted keys ("optimizer.lr"),
+// numbers, strings and booleans as they are, lists as their JSON text.
+void add_hparams(const nlohmann::json& node, const std::string& key,
+                 std::vector<serialize::HParamValue>& out) {
+  if (node.is_object()) {
+    for (const auto& [name, value] : node.items()) {
+      add_hparams(value, key.empty() ? name : key + "." + name, out);
+    }
+  } else if (node.is_boolean()) {
+    out.push_back({key, node.get<bool>()});
+  } else if (node.is_number()) {
+    out.push_back({key, node.get<double>()});
+  } else if (node.is_string()) {
+    out.push_back({key, node.get<std::string>()});
+  } else if (node.is_array()) {
+    out.push_back({key, node.dump()});
+  }
+}
+
+std::vector<serialize::HParamValue> hparams_of(const nlohmann::json& config) {
+  std::vector<serialize::HParamValue> values;
+  add_hparams(config, "", values);
+  return values;
+}
+
+// The figures the HParams view tabulates beside the settings: the same in every run, since
+// TensorBoard takes one run's list for all.
+const std::vector<std::string> kHParamsMetrics = {"epoch/test_acc",  "epoch/test_loss",
+                                                  "epoch/train_acc", "epoch/train_loss",
+                                                  "epoch/val_acc",   "epoch/val_loss"};
 
 std::string markdown_code_block(const std::string& text) {
   std::string out;
@@ -74,14 +118,15 @@ std::vector<std::filesystem::path> event_files(const std::filesystem::path& dir)
 }
 
 TensorBoardLog::TensorBoardLog(const std::filesystem::path& dir, const LogStart& start,
-                               const std::string& config_json) {
+                               const nlohmann::json& config) {
   const auto existing = event_files(dir);
   if (!existing.empty()) {
     // The run's own file, from its earlier part (or from a start that never reached a
-    // checkpoint, whose steps this part takes again).
+    // checkpoint, whose steps this part takes again), with the epochs the checkpoint holds.
     const std::filesystem::path& file = existing.back();
-    cut_to_step(file, start.global_step);
+    const size_t present = rebuild_to(file, start);
     file_.emplace(file, core::AppendFile::Open::kExisting);
+    for (size_t e = present; e < start.epochs.size(); ++e) write_epoch(start.epochs[e]);
     return;
   }
   const double started = now();
@@ -90,7 +135,10 @@ TensorBoardLog::TensorBoardLog(const std::filesystem::path& dir, const LogStart&
   file_.emplace(dir / name, core::AppendFile::Open::kCreateNew);
   file_->append(frame(serialize::file_version_event(started)));
   file_->append(
-      frame(serialize::text_event(started, 0, "config", markdown_code_block(config_json))));
+      frame(serialize::text_event(started, 0, "config", markdown_code_block(config.dump(2)))));
+  const auto hparams = hparams_of(config);
+  file_->append(frame(serialize::hparams_experiment_event(started, hparams, kHParamsMetrics)));
+  file_->append(frame(serialize::hparams_session_start_event(started, hparams)));
   // A run resumed into a folder of its own from another's checkpoint: the epochs it carries.
   for (const auto& m : start.epochs) write_epoch(m);
 }

@@ -20,6 +20,7 @@
 #include "parallel/devices.h"
 #include "parallel/zero_optimizer.h"
 #include "serialize/torch_file.h"
+#include "train/branch.h"
 #include "train/checkpoint.h"
 #include "train/console_log.h"
 #include "train/early_stopping.h"
@@ -221,17 +222,25 @@ EpochOutcome train_epoch(Session& s, const EpochPlan& plan, const Progress* resu
   return out;
 }
 
-// The validation (when held out) and test figures of the parameters as they are now.
-void evaluate_epoch(Session& s, EpochMetrics& m) {
+// The validation (when held out) and test figures of the parameters as they are now, with the
+// live line while they are computed.
+void evaluate_epoch(Session& s, EpochMetrics& m, LiveProgress& live, int64_t epochs) {
   core::Stopwatch timer;
   const AutocastScope autocast(s.backend->devices(), s.autocast);
+  const auto progress = [&](const std::string& what) {
+    return [&live, &timer, &m, epochs, what](int64_t batch, int64_t batches) {
+      if (live.due())
+        live.update(EvalProgress{m.epoch, epochs, what, batch, batches, timer.seconds()});
+    };
+  };
   if (s.val_loader) {
-    const EvalResult val = evaluate(*s.backend, *s.val_loader);
+    const EvalResult val = evaluate(*s.backend, *s.val_loader, progress("val"));
     m.has_val = true;
     m.val_loss = val.loss;
     m.val_acc = val.accuracy;
   }
-  const EvalResult test = evaluate(*s.backend, *s.test_loader);
+  const EvalResult test = evaluate(*s.backend, *s.test_loader, progress("test"));
+  live.clear();
   m.test_loss = test.loss;
   m.test_acc = test.accuracy;
   m.test_correct = test.correct;
@@ -340,24 +349,30 @@ class RunLoop {
  private:
   // The run's first files, once it can start (a start that fails leaves its folder as it was).
   void write_run_files() {
-    // What a killed run left half-written is of no use to this one.
-    for (const auto& dir : {output_dir_, checkpoint_dir(config_, output_dir_, begun_.run.run_id)}) {
-      if (const int removed = core::remove_stale_temporaries(dir)) {
+    // What a killed run left half-written is of no use to this one. The folder is locked and
+    // nothing is being written yet, so each temporary there is a killed run's.
+    const std::filesystem::path checkpoints =
+        checkpoint_dir(config_, output_dir_, begun_.run.run_id);
+    for (const auto& dir : {output_dir_, checkpoints}) {
+      if (const int removed = core::remove_temporaries_in_locked_folder(dir)) {
         spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
                      dir.string());
       }
     }
     if (begun_.replace_earlier) remove_earlier_run(output_dir_, config_);
+    if (begun_.resume) {
+      set_aside_abandoned_branch(output_dir_, checkpoints, {start_.epoch, start_.batches_done});
+    }
     write_run_file(output_dir_, begun_.run);
     write_run_state(output_dir_, RunState::kRunning);
     files_written_ = true;
-    const std::string config_json = config::to_json(config_).dump(2);
-    core::write_file_atomic(output_dir_ / "config.json", config_json + "\n");
+    const nlohmann::json config = config::to_json(config_);
+    core::write_file_atomic(output_dir_ / "config.json", config.dump(2) + "\n");
     logs_.add(metrics_jsonl(output_dir_, result_.epochs));
     logs_.add(metrics_csv(output_dir_, result_.epochs));
     if (config_.log.tensorboard) {
-      logs_.add(std::make_unique<TensorBoardLog>(
-          output_dir_, LogStart{global_step_, result_.epochs}, config_json));
+      logs_.add(std::make_unique<TensorBoardLog>(output_dir_,
+                                                 LogStart{global_step_, result_.epochs}, config));
     }
   }
 
@@ -423,7 +438,7 @@ class RunLoop {
 
   // Evaluates a finished epoch, reports it, checkpoints; false when early stopping ends the run.
   bool record_epoch(EpochMetrics& m) {
-    evaluate_epoch(s_, m);
+    evaluate_epoch(s_, m, live_, config_.train.epochs);
     result_.epochs.push_back(m);
     logs_.epoch(m);
     const EarlyStopWatch::Verdict verdict = watcher_.after_epoch(*s_.backend, m);
@@ -441,6 +456,7 @@ class RunLoop {
     summary.backend = s_.backend->name();
     for (const auto& d : s_.backend->devices()) summary.devices.push_back(d.str());
     summary.world_size = s_.backend->world_size();
+    summary.threads = torch::get_num_threads();
     summary.precision = config::name_of(config_.precision);
     summary.libtorch_version = core::compat::libtorch_version();
     summary.hosts = s_.backend->all_gather_text("summary-host", core::host_name());

@@ -4,11 +4,14 @@
 // about files say what is wrong once, and a run folder says how it was made.
 #include "support/catch.h"
 
+#include <torch/cuda.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
 #include "support/fixtures.h"
 #include "support/runs.h"
+#include "support/skip.h"
 
 using namespace dptrain::testing;
 
@@ -271,4 +274,29 @@ TEST_CASE("summary.json says how the run was made, and info --json serves script
   CHECK(j.at("devices")[0] == "cpu");
   CHECK(j.at("gloo").at("available").is_boolean());
   CHECK(j.at("data").contains("fashion-mnist"));
+}
+
+TEST_CASE(
+    "a GPU experiment on a machine without one is refused before any rank starts, and dp "
+    "over one device says what it does",
+    "[cli][first-hour]") {
+  if (torch::cuda::is_available()) DPTRAIN_SKIP("this machine has a GPU");
+  Tiny tiny;
+  TempDir out;
+  const auto gpu = dptrain_with(
+      {"train", "--config", std::string(DPTRAIN_SOURCE_DIR) + "/configs/d2l_2gpu_ddp.json", "--set",
+       "data.dir=" + (tiny.dir / "data").string(), "--output", (out / "gpu").string()});
+  INFO(gpu.err);
+  CHECK(gpu.status == 6);
+  CHECK(count_of(gpu.err, "\n") == 2);  // the error and its hint, once
+  CHECK_THAT(gpu.err, ContainsSubstring("rank 0 (local rank 0): parallel.devices[0]: \"cuda:0\" "
+                                        "asks for a GPU, but this LibTorch sees none") &&
+                          !ContainsSubstring("rendezvous") && !ContainsSubstring("started"));
+  CHECK_FALSE(std::filesystem::exists(out / "gpu"));
+
+  const auto one = dptrain_with(tiny.train(out / "dp", {"--set", "parallel.backend=dp"}));
+  INFO(one.err);
+  CHECK(one.status == 0);
+  CHECK_THAT(one.err, ContainsSubstring("parallel.backend \"dp\" over one device ([cpu]) trains "
+                                        "as \"single\" does"));
 }

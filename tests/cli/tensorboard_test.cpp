@@ -18,31 +18,6 @@ using namespace dptrain::testing;
 
 namespace {
 
-bool python_reader_present() {
-  return run_program("/usr/bin/python3", "-c 'import crc32c, google.protobuf'").status == 0;
-}
-
-std::filesystem::path the_event_file(const std::filesystem::path& run) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(run)) {
-    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
-      files.push_back(e.path());
-    }
-  }
-  REQUIRE(files.size() == 1);
-  return files[0];
-}
-
-nlohmann::json read_events(const std::filesystem::path& run) {
-  const auto reader = run_program(
-      "/usr/bin/python3",
-      shell_words({std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/read_tensorboard.py",
-                   the_event_file(run).string()}));
-  INFO(reader.err);
-  REQUIRE(reader.status == 0);
-  return nlohmann::json::parse(reader.out);
-}
-
 // 600 images in batches of 30: 20 steps an epoch, 2 epochs, a step record every 3 steps.
 std::vector<std::string> job(const TempDir& dir, const std::filesystem::path& out) {
   return {"train",
@@ -106,7 +81,7 @@ const std::vector<int64_t> kEveryThirdStep = {3, 6, 9, 12, 15, 18, 21, 24, 27, 3
 }  // namespace
 
 TEST_CASE("the event file holds every step and epoch record once, each CRC intact", "[cli][tb]") {
-  if (!python_reader_present()) {
+  if (!python_event_reader_present()) {
     DPTRAIN_SKIP("needs Debian's python3-protobuf and python3-crc32c (scripts/setup.sh)");
   }
   TempDir dir;
@@ -140,7 +115,7 @@ TEST_CASE("the event file holds every step and epoch record once, each CRC intac
 
 TEST_CASE("a run resumed from a checkpoint cuts its event file there and never repeats a step",
           "[cli][tb][resume]") {
-  if (!python_reader_present()) {
+  if (!python_event_reader_present()) {
     DPTRAIN_SKIP("needs Debian's python3-protobuf and python3-crc32c (scripts/setup.sh)");
   }
   TempDir dir;
@@ -179,7 +154,7 @@ TEST_CASE("a run resumed from a checkpoint cuts its event file there and never r
 }
 
 TEST_CASE("a run resumed at its file's last step appends to the same file", "[cli][tb][resume]") {
-  if (!python_reader_present()) {
+  if (!python_event_reader_present()) {
     DPTRAIN_SKIP("needs Debian's python3-protobuf and python3-crc32c (scripts/setup.sh)");
   }
   TempDir dir;

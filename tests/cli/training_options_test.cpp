@@ -117,6 +117,8 @@ TEST_CASE("log.progress on draws the line in a pipe too (without escape codes), 
   REQUIRE(on.status == 0);
   CHECK(on.out.rfind("epoch 1/2  batch 1/20  ", 0) == 0);
   CHECK_THAT(on.out, ContainsSubstring("\repoch 1/2  train loss "));  // after blanks over it
+  // Evaluation has its line too, erased before the epoch's line.
+  CHECK_THAT(on.out, ContainsSubstring("epoch 1/2  evaluating test  batch 1/"));
   CHECK(on.out.find("\x1b[") == std::string::npos);
   const std::string command = std::string(DPTRAIN_BINARY) + " " + run.args(run.dir / "off") +
                               " --set log.progress=off 2>" + (run.dir / "log").string();

@@ -4,8 +4,8 @@ Each TFRecord frame's two masked CRC-32Cs are checked with python3-crc32c, and e
 parsed by Google's protobuf library (python3-protobuf) against the Event, Summary, SummaryMetadata
 and TensorProto messages, declared here from TensorBoard's event.proto, summary.proto and
 tensor.proto (field numbers as there). Prints JSON: the file version, every scalar as
-[step, value, wall_time] per tag in file order, every text as [step, text] per tag, and the
-number of records. Exits 1, saying why, at the first bad frame or record.
+[step, value, wall_time] per tag in file order, every text as [step, text] per tag, the steps of
+each hparams plugin record per tag, and the number of records. Exits 1, saying why, at the first bad frame or record.
 
     python3 read_tensorboard.py EVENT_FILE
 """
@@ -88,7 +88,7 @@ def frames(data):
 
 def main(path):
     Event = event_class()
-    out = {"file_version": None, "records": 0, "scalars": {}, "texts": {}}
+    out = {"file_version": None, "records": 0, "scalars": {}, "texts": {}, "hparams": {}}
     with open(path, "rb") as f:
         data = f.read()
     for record in frames(data):
@@ -99,7 +99,10 @@ def main(path):
             out["file_version"] = event.file_version
             continue
         for v in event.summary.value:
-            if v.HasField("tensor"):
+            if v.metadata.plugin_data.plugin_name == "hparams":
+                # The HParams view's records: their content is the plugin's, counted here.
+                out["hparams"].setdefault(v.tag, []).append(event.step)
+            elif v.HasField("tensor"):
                 assert v.metadata.plugin_data.plugin_name == "text", v.tag
                 assert len(v.tensor.string_val) == 1 and v.tensor.dtype == 7, v.tag
                 text = v.tensor.string_val[0].decode("utf-8")

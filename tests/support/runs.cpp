@@ -45,6 +45,31 @@ std::vector<nlohmann::json> metrics_of(const std::filesystem::path& run_dir) {
   return epochs;
 }
 
+std::filesystem::path the_event_file(const std::filesystem::path& run) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(run)) {
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
+      files.push_back(e.path());
+    }
+  }
+  REQUIRE(files.size() == 1);
+  return files[0];
+}
+
+bool python_event_reader_present() {
+  return run_program("/usr/bin/python3", "-c 'import crc32c, google.protobuf'").status == 0;
+}
+
+nlohmann::json read_events(const std::filesystem::path& run) {
+  const auto reader = run_program(
+      "/usr/bin/python3",
+      shell_words({std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/read_tensorboard.py",
+                   the_event_file(run).string()}));
+  INFO(reader.err);
+  REQUIRE(reader.status == 0);
+  return nlohmann::json::parse(reader.out);
+}
+
 double max_relative_difference(const std::vector<torch::Tensor>& a,
                                const std::vector<torch::Tensor>& b) {
   REQUIRE(a.size() == b.size());

@@ -25,6 +25,14 @@ nlohmann::json summary_of(const std::filesystem::path& run_dir);
 // metrics.jsonl's records, one per epoch.
 std::vector<nlohmann::json> metrics_of(const std::filesystem::path& run_dir);
 
+// The run folder's one TensorBoard event file (fails the test unless there is exactly one).
+std::filesystem::path the_event_file(const std::filesystem::path& run);
+// Whether tests/python/read_tensorboard.py can run (Debian's python3-protobuf and python3-crc32c).
+bool python_event_reader_present();
+// The event file as tests/python/read_tensorboard.py reads it: {"scalars": {tag: [[step, value,
+// wall_time], ...]}, "texts": ..., "file_version": ...}.
+nlohmann::json read_events(const std::filesystem::path& run);
+
 // The largest difference between matching tensors, relative to the largest magnitude in `b`'s
 // tensor. Fails the test when the lists do not match in length or shapes.
 double max_relative_difference(const std::vector<torch::Tensor>& a,
