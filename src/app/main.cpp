@@ -43,9 +43,11 @@ void print_info(bool json) {
 }
 
 int run(const cli::Command& command, const std::vector<std::string>& argv) {
-  // Training releases the signals a launcher held once its handlers are in (train_command.cpp);
-  // everything else takes their default actions, now.
-  if (command.action != cli::Action::kTrain) core::release_launcher_signals();
+  // Training and sweeps release the signals held since main once their handlers are in
+  // (train_command.cpp, sweep_command.cpp); everything else takes their default actions, now.
+  if (command.action != cli::Action::kTrain && command.action != cli::Action::kSweep) {
+    core::release_launcher_signals();
+  }
   switch (command.action) {
     case cli::Action::kInfo:
       if (command.summary_model) return app::print_model_summary(*command.summary_model);

@@ -82,6 +82,7 @@ int run_sweep(const cli::Command& command) {
   // that came before dptrain started) must end the sweep with 75, not kill it.
   core::install_interrupt_handler();
   core::install_preemption_handler();
+  core::release_launcher_signals();  // one held since main acts now, on the handlers
   runs::SweepPlan plan;
   plan.axes = grid_axes(command);
   const auto points = runs::grid_points(plan.axes);

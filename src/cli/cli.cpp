@@ -260,13 +260,20 @@ int unknown_arguments(const CLI::App& sub, const std::vector<std::string>& left)
 }
 
 // Whether `word` reads as key.path=value, another pair for the --set before it, rather than a
-// file (a predict input) or a stray value.
+// file (a predict input named "img=1.png") or a stray value: its key is a config key, or a
+// dotted path near one (a mistyped key, answered with the nearest).
 bool is_set_pair(const std::string& word) {
   const size_t equals = word.find('=');
   if (equals == 0 || equals == std::string::npos || word[0] == '-') return false;
-  return std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(equals), [](char c) {
+  const std::string key = word.substr(0, equals);
+  const bool key_shaped = std::all_of(key.begin(), key.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   });
+  if (!key_shaped) return false;
+  for (const auto& spec : config::schema()) {
+    if (spec.path == key) return true;
+  }
+  return key.find('.') != std::string::npos && !config::near_keys(key).empty();
 }
 
 // A --set value as the examples write it for a shell: quoted when it holds more than letters,

@@ -31,6 +31,7 @@ FileLock::FileLock(const std::filesystem::path& path, Mode mode) {
     spdlog::warn("{}: not locked ({}): this file system has no locks", path.string(),
                  std::strerror(errno));
     held_ = true;
+    enforced_ = false;
     return;
   }
   const std::string why = std::strerror(errno);

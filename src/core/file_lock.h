@@ -22,10 +22,14 @@ class FileLock {
   // Whether this process may go on: the lock is its own, or the file system has no locks at all
   // (some network ones; a warning says so).
   bool held() const { return held_; }
+  // Whether the kernel enforces it: false on a file system without locks, where held() is true
+  // only so that a run can go on.
+  bool enforced() const { return enforced_; }
 
  private:
   int fd_ = -1;
   bool held_ = false;
+  bool enforced_ = true;
 };
 
 }  // namespace dptrain::core

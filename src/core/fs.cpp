@@ -356,12 +356,17 @@ std::optional<pid_t> temporary_file_owner(const std::string& name) {
 
 namespace {
 
-int remove_temporaries(const std::filesystem::path& dir, const std::function<bool(pid_t)>& stale) {
+// `exact`: only names of write_file_atomic's own form, its random part included, so that a user's
+// "results.csv.tmp.2024" is never taken for one.
+int remove_temporaries(const std::filesystem::path& dir, const std::function<bool(pid_t)>& stale,
+                       bool exact = false) {
+  static const std::regex kExact(R"(.+\.tmp\.\d{1,9}\.[0-9a-f]{16})");
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const auto pid = temporary_file_owner(entry.path().filename().string());
-    if (!pid || !stale(*pid)) continue;
+    const std::string name = entry.path().filename().string();
+    const auto pid = temporary_file_owner(name);
+    if (!pid || !stale(*pid) || (exact && !std::regex_match(name, kExact))) continue;
     std::error_code removal;
     if (std::filesystem::remove(entry.path(), removal)) ++removed;
   }
@@ -377,7 +382,8 @@ int remove_stale_temporaries(const std::filesystem::path& dir) {
 }
 
 int remove_temporaries_in_locked_folder(const std::filesystem::path& dir) {
-  return remove_temporaries(dir, [](pid_t) { return true; });
+  return remove_temporaries(
+      dir, [](pid_t) { return true; }, /*exact=*/true);
 }
 
 }  // namespace dptrain::core

@@ -100,7 +100,8 @@ std::optional<pid_t> temporary_file_owner(const std::string& name);
 int remove_stale_temporaries(const std::filesystem::path& dir);
 // In a folder this process holds locked and is not writing into now, every temporary file is
 // stale, whatever pid it names: a killed writer's pid may be this process's own (containers and
-// pid namespaces start each job at the same pids). Returns how many it removed.
+// pid namespaces start each job at the same pids). Only names of write_file_atomic's exact form
+// (`name.tmp.<pid>.<16 hex digits>`) count. Returns how many it removed.
 int remove_temporaries_in_locked_folder(const std::filesystem::path& dir);
 
 }  // namespace dptrain::core

@@ -60,7 +60,11 @@ EndpointSource endpoint_source(const StorePlan& plan) {
 }  // namespace
 
 ServedStore::ServedStore(std::unique_ptr<StoreServer> server, std::filesystem::path published)
-    : server_(std::move(server)), published_(std::move(published)) {}
+    : server_(std::move(server)), published_(std::move(published)) {
+  if (!published_.empty()) {
+    in_use_ = std::make_unique<core::FileLock>(published_, core::FileLock::Mode::kTry);
+  }
+}
 
 ServedStore::~ServedStore() {
   std::error_code ec;
@@ -95,10 +99,11 @@ JobStore open_job_store(const RankInfo& info, const StorePlan& plan,
       throw Error(ErrorCode::kDistributed, "rank 0: " + std::string(e.what()), e.hint());
     }
     if (!plan.rendezvous_file.empty()) {
-      // A rank 0 killed outright (SIGKILL, the OOM killer) left its file: no one else removes it.
+      // A rank 0 killed outright (SIGKILL, the OOM killer) left its file, and no one else would
+      // remove it.
       if (const int removed =
               remove_abandoned_rendezvous_files(plan.rendezvous_file.parent_path())) {
-        spdlog::debug("removed {} rendezvous file(s) of rank 0s that no longer run", removed);
+        spdlog::debug("removed {} rendezvous file(s) of rank 0s that no longer serve", removed);
       }
       publish(plan.rendezvous_file, {server->port(), secret});
     }

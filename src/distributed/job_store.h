@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "core/file_lock.h"
 #include "distributed/rendezvous.h"
 #include "distributed/store_plan.h"
 #include "distributed/store_server.h"
@@ -29,6 +30,9 @@ class ServedStore {
  private:
   std::unique_ptr<StoreServer> server_;
   std::filesystem::path published_;
+  // Held on the rendezvous file while the store serves: another job's rank 0 removes only files
+  // whose lock it can take (remove_abandoned_rendezvous_files).
+  std::unique_ptr<core::FileLock> in_use_;
 };
 
 struct JobStore {

@@ -1,18 +1,18 @@
 #include "distributed/rendezvous_file.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/file_lock.h"
 #include "core/fs.h"
 
 namespace dptrain::distributed {
@@ -86,21 +86,26 @@ std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const st
 }
 
 void publish(const std::filesystem::path& file, const Published& what) {
-  core::write_file_atomic(
-      file, std::to_string(what.port) + " " + what.secret + " " + std::to_string(::getpid()) + "\n",
-      0600);
+  core::write_file_atomic(file, std::to_string(what.port) + " " + what.secret + "\n", 0600);
 }
 
 int remove_abandoned_rendezvous_files(const std::filesystem::path& dir) {
+  // A file's rank 0 takes its lock just after publishing it: a younger file may not have it yet.
+  constexpr auto kYoungest = std::chrono::minutes(1);
+  const auto now = std::filesystem::file_time_type::clock::now();
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("store-", 0) != 0 || core::temporary_file_owner(name)) continue;
-    std::string why_not;
-    const auto published = read_published(entry.path(), why_not);
-    if (!published || published->publisher <= 0) continue;
-    if (::kill(published->publisher, 0) == 0 || errno != ESRCH) continue;  // still serving
+    std::error_code kind;
+    if (name.rfind("store-", 0) != 0 || core::temporary_file_owner(name) ||
+        !std::filesystem::is_regular_file(entry.symlink_status(kind))) {
+      continue;
+    }
+    const auto written = std::filesystem::last_write_time(entry.path(), kind);
+    if (kind || now - written < kYoungest) continue;
+    const core::FileLock probe(entry.path(), core::FileLock::Mode::kTry);
+    if (!probe.held() || !probe.enforced()) continue;  // served, or no telling
     std::error_code removal;
     if (std::filesystem::remove(entry.path(), removal)) ++removed;
   }
@@ -130,10 +135,6 @@ std::optional<Published> read_published(const std::filesystem::path& file, std::
     return std::nullopt;
   }
   p.port = static_cast<uint16_t>(port);
-  long publisher = 0;
-  if (in >> publisher && publisher > 0 && publisher <= INT32_MAX) {
-    p.publisher = static_cast<pid_t>(publisher);
-  }
   return p;
 }
 

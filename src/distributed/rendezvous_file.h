@@ -3,8 +3,6 @@
 // the other ranks (the same user, on the same machine) read it there.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -28,13 +26,14 @@ std::filesystem::path rendezvous_file(const std::filesystem::path& dir, const st
 struct Published {
   uint16_t port = 0;
   std::string secret;
-  pid_t publisher = 0;  // rank 0's process (0: a file that does not say)
 };
 
-// Writes port, secret and this process's pid (mode 600, atomically).
+// Writes port and secret (mode 600, atomically).
 void publish(const std::filesystem::path& file, const Published& what);
-// Removes the rendezvous files in `dir` whose rank 0 no longer runs (SIGKILLed before it could
-// remove its own); returns how many. A file whose process runs, or that names none, stays.
+// Removes the rendezvous files in `dir` that no rank 0 serves any more (one SIGKILLed before it
+// could remove its own): those a minute old or more whose lock, held by the rank 0 that serves
+// (job_store.h), can be taken. The lock, not a pid, tells: the folder may be shared by machines
+// or pid namespaces. Where the file system has no locks, nothing is removed. Returns how many.
 int remove_abandoned_rendezvous_files(const std::filesystem::path& dir);
 // What the file holds, or nothing (with why) while it is missing, unreadable or not ours.
 std::optional<Published> read_published(const std::filesystem::path& file, std::string& why_not);

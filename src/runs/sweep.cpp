@@ -105,7 +105,11 @@ uint64_t start_point(const SweepPlan& plan, const std::vector<std::vector<std::s
   std::error_code ec;
   const uintmax_t before = std::filesystem::file_size(*options.log, ec);
   const int64_t threads = point_threads(plan, index);
-  record_threads(plan.dir, index, threads);
+  try {
+    record_threads(plan.dir, index, threads);
+  } catch (const std::exception& e) {  // a record: never the end of the points running
+    spdlog::warn("could not record point {}'s thread count in sweep.json: {}", index, e.what());
+  }
   running.add(core::start_program("/proc/self/exe", train_args(plan, point, index), options),
               index);
   std::string sets;
@@ -215,13 +219,21 @@ void warn_of_thread_change(const SweepPlan& plan, const std::vector<int64_t>& in
       listed(now), listed(before), *before.begin());
 }
 
-// The pid in sweep.pid, when it names a process that runs (a killed sweep leaves its own).
+// Whether process `pid` runs the same executable as this one.
+bool runs_this_program(pid_t pid) {
+  std::error_code ec, own;
+  const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  return !ec && exe == std::filesystem::read_symlink("/proc/self/exe", own) && !own;
+}
+
+// The pid in sweep.pid, when it names a dptrain that runs (a killed sweep leaves its own).
 std::optional<pid_t> claiming_pid(const std::filesystem::path& dir) {
   try {
     const std::string text = core::read_regular_file(dir / kPidFile, /*max_bytes=*/32);
     const auto pid = integer_of(trimmed(text.substr(0, text.find('\n'))));
-    if (pid && *pid > 0 && *pid <= INT32_MAX &&
-        (::kill(static_cast<pid_t>(*pid), 0) == 0 || errno == EPERM)) {
+    // Named only when it is a dptrain (this very program): the file is anyone's to plant, and
+    // the hint says to stop that process.
+    if (pid && *pid > 0 && *pid <= INT32_MAX && runs_this_program(static_cast<pid_t>(*pid))) {
       return static_cast<pid_t>(*pid);
     }
   } catch (const core::Error&) {  // none, or unreadable: the message names no pid
@@ -262,7 +274,12 @@ void prepare_sweep_folder(const SweepPlan& plan) {
   // Every writer of the folder's own files (sweep.json, compare.md, sweep.pid) holds this lock
   // while it writes: a temporary file found now is a killed writer's, whatever pid it names, even
   // beside job array tasks at work (their points' run folders, below, are theirs to clean).
-  core::remove_temporaries_in_locked_folder(plan.dir);
+  // Where the file system has no locks, only those of writers gone are certain to be stale.
+  if (lock.enforced()) {
+    core::remove_temporaries_in_locked_folder(plan.dir);
+  } else {
+    core::remove_stale_temporaries(plan.dir);
+  }
   if (!std::filesystem::exists(file)) {
     core::write_file_atomic(file, wanted.dump(2) + "\n");
     return;

@@ -15,7 +15,8 @@ namespace dptrain::train {
 bool is_abandoned_folder_name(const std::string& name);
 
 // Rank 0, once training can start from `position` (checkpoint_position's finished epochs and
-// batches). Returns how many files it moved (0: nothing later, no rewind).
+// batches; {-1, -1} sets aside every checkpoint there). Returns how many files it moved (0:
+// nothing later, no rewind).
 int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
                                const std::filesystem::path& checkpoint_dir,
                                std::pair<int64_t, int64_t> position);

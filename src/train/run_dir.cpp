@@ -83,9 +83,13 @@ void remove_earlier_run(const std::filesystem::path& dir, const config::Config& 
   }
   std::error_code ec;
   std::filesystem::remove(dir / kRunFile, ec);
+  // Nothing is removed through a link that someone else planted where a checkpoint folder goes.
+  core::ensure_own_folder(dir / "checkpoints", "the checkpoint folder");
   remove_run_files(dir / "checkpoints");
   if (earlier && !config.checkpoint.dir.empty()) {
-    remove_run_files(checkpoint_dir(config, dir, earlier->run_id));
+    const std::filesystem::path earlier_checkpoints = checkpoint_dir(config, dir, earlier->run_id);
+    core::ensure_own_folder(earlier_checkpoints, "the checkpoint folder");
+    remove_run_files(earlier_checkpoints);
   }
   remove_run_files(dir);
   spdlog::info("--overwrite: removed the earlier run{} from {}",

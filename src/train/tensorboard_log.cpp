@@ -38,7 +38,7 @@ size_t rebuild_to(const std::filesystem::path& file, const LogStart& start) {
     const std::string_view bytes = mapped.bytes();
     const serialize::TfRecordScan scan = serialize::scan_tfrecords(bytes);
     if (!scan.complete) {
-      spdlog::warn("{}: dropped {} bytes after the last whole record (a killed run's last write)",
+      spdlog::warn("{}: dropped {} bytes after the last whole record (a killed run's last write, or damage)",
                    file.string(), bytes.size() - scan.valid_bytes);
     }
     for (const auto record : scan.records) {

@@ -353,15 +353,30 @@ class RunLoop {
     // nothing is being written yet, so each temporary there is a killed run's.
     const std::filesystem::path checkpoints =
         checkpoint_dir(config_, output_dir_, begun_.run.run_id);
+    // Checked before anything in it is removed or moved: no planted link is followed.
+    core::ensure_own_folder(checkpoints, "the checkpoint folder");
+    // A checkpoint.dir elsewhere is under no lock of this run's (a copy of the run folder has
+    // the same id): only the temporaries of writers gone are certain to be stale there.
+    const bool elsewhere = !config_.checkpoint.dir.empty();
     for (const auto& dir : {output_dir_, checkpoints}) {
-      if (const int removed = core::remove_temporaries_in_locked_folder(dir)) {
+      const int removed = dir == checkpoints && elsewhere
+                              ? core::remove_stale_temporaries(dir)
+                              : core::remove_temporaries_in_locked_folder(dir);
+      if (removed > 0) {
         spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
                      dir.string());
       }
     }
     if (begun_.replace_earlier) remove_earlier_run(output_dir_, config_);
     if (begun_.resume) {
-      set_aside_abandoned_branch(output_dir_, checkpoints, {start_.epoch, start_.batches_done});
+      // A checkpoint from outside the run's folder (the run it began from, an abandoned branch's
+      // folder) begins a history of its own: every checkpoint there is of another.
+      std::error_code ec;
+      const bool own = std::filesystem::weakly_canonical(begun_.resume->parent_path(), ec) ==
+                       std::filesystem::weakly_canonical(checkpoints, ec);
+      set_aside_abandoned_branch(output_dir_, checkpoints,
+                                 own ? std::make_pair(start_.epoch, start_.batches_done)
+                                     : std::make_pair(int64_t{-1}, int64_t{-1}));
     }
     write_run_file(output_dir_, begun_.run);
     write_run_state(output_dir_, RunState::kRunning);

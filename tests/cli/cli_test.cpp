@@ -183,6 +183,12 @@ TEST_CASE("one --set takes several pairs, and a pair typed with a space is answe
   CHECK(inputs.status == 4);
   CHECK_THAT(inputs.err, ContainsSubstring((dir / "a.png").string() + ": "));
   CHECK_THAT(inputs.err, ContainsSubstring((dir / "b.png").string() + ": "));
+  // A file named like a pair, whose "key" is no config key nor near one, is an input too.
+  const auto named = run_dptrain(
+      shell_words({"predict", "--model", "model.pt", "--set", "runtime.threads=1", "img=1.png"}),
+      dir.path());
+  CHECK(named.status == 4);
+  CHECK_THAT(named.err, ContainsSubstring("img=1.png: "));
 }
 
 TEST_CASE("evaluate and predict look at the files they name before the data or the experiment",

@@ -122,7 +122,19 @@ TEST_CASE(
   CHECK(max_relative_difference(load_parameters(run / "model.pt"), uninterrupted) == 0);
   check_event_file(run, 2);
 
-  // --overwrite takes the abandoned branch with the rest.
+  // Back to the abandoned branch's own last checkpoint, from its folder: a history of its own,
+  // so every checkpoint of the branch that trained since goes aside in turn.
+  auto back = job(dir, run);
+  back.insert(back.end(), {"--resume", (aside[0] / "epoch-0002.pt").string()});
+  const auto returned = run_dptrain(shell_words(back));
+  INFO(returned.err);
+  REQUIRE(returned.status == 0);
+  CHECK(abandoned_folders(run / "checkpoints").size() == 2);
+  for (const auto& e : std::filesystem::directory_iterator(run / "checkpoints")) {
+    CHECK(e.path().filename().string().rfind("abandoned-", 0) == 0);
+  }
+
+  // --overwrite takes the abandoned branches with the rest.
   auto again = job(dir, run, {"--set", "train.epochs=1"});
   again.push_back("--overwrite");
   REQUIRE(run_dptrain(shell_words(again)).status == 0);
@@ -207,12 +219,14 @@ TEST_CASE(
   const auto left = {run / ("metrics.jsonl.tmp." + pid + ".0123456789abcdef"),
                      run / "checkpoints" / ("epoch-0002.pt.tmp." + pid + ".fedcba9876543210")};
   for (const auto& file : left) write_text(file, "half");
+  write_text(run / "results.csv.tmp.2024", "a user's own");
   auto more = job(dir, run);
   more.insert(more.end(), {"--resume", "auto"});
   const auto resumed = run_dptrain(shell_words(more));
   INFO(resumed.err);
   REQUIRE(resumed.status == 0);
   for (const auto& file : left) CHECK_FALSE(std::filesystem::exists(file));
+  CHECK(std::filesystem::exists(run / "results.csv.tmp.2024"));  // a user's, not of that form
   CHECK_THAT(
       resumed.err,
       ContainsSubstring("removed 1 temporary file(s) that a killed run left in " + run.string()));

@@ -3,6 +3,8 @@
 // PyTorch opening dptrain's checkpoints with weights_only=True.
 #include "support/catch.h"
 
+#include <unistd.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <nlohmann/json.hpp>
@@ -189,5 +191,41 @@ TEST_CASE(
         CHECK(answer.at("step") == 4);
       }
     }
+  }
+}
+
+TEST_CASE("--overwrite and a rewind remove and move nothing through a checkpoint folder that "
+          "another user linked elsewhere",
+          "[cli][security]") {
+  if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give a link to another user (CI is root)");
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 40, 20);
+  const std::string two_epochs = tiny_run(dir) +
+                                 " --set train.epochs=2 --set checkpoint.every_epochs=1"
+                                 " --set checkpoint.keep_last=0 --output ";
+  for (const std::string how : {"overwrite", "rewind"}) {
+    INFO(how);
+    const auto run = dir / how;
+    REQUIRE(run_dptrain("train" + two_epochs + run.string()).status == 0);
+    // The run's checkpoints are moved to a folder of the victim's, and a link of another user's
+    // takes their place.
+    const auto victim = dir / (how + "-victim");
+    std::filesystem::rename(run / "checkpoints", victim);
+    std::filesystem::create_directories(victim / "abandoned-20200101-000000");
+    write_text(victim / "abandoned-20200101-000000" / "important.txt", "precious");
+    std::filesystem::create_directory_symlink(victim, run / "checkpoints");
+    REQUIRE(::lchown((run / "checkpoints").c_str(), 65534, 65534) == 0);
+    const std::string tail = how == "overwrite"
+                                 ? " --overwrite"
+                                 : " --resume " + (run / "checkpoints" / "epoch-0001.pt").string();
+    const auto refused = run_dptrain("train" + two_epochs + run.string() + tail);
+    INFO(refused.err);
+    CHECK(refused.status == 5);
+    CHECK_THAT(refused.err, ContainsSubstring("a link that another user (uid 65534) made"));
+    CHECK(read_bytes(victim / "abandoned-20200101-000000" / "important.txt") == "precious");
+    CHECK(std::filesystem::exists(victim / "epoch-0001.pt"));
+    CHECK(std::filesystem::exists(victim / "epoch-0002.pt"));
+    CHECK(std::filesystem::exists(run / "model.pt"));
+    CHECK(std::filesystem::exists(run / "summary.json"));
   }
 }

@@ -3,12 +3,13 @@
 #include "distributed/store_plan.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 
 #include "core/error.h"
+#include "core/file_lock.h"
 #include "core/sha256.h"
 #include "distributed/rendezvous_file.h"
 #include "support/catch.h"
@@ -244,31 +245,23 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a rendezvous file whose rank 0 was killed outright is removed at the next start, and "
-    "one whose rank 0 runs stays",
+    "a rendezvous file that no rank 0 serves any more is removed at the next start; one "
+    "served, or just written, stays",
     "[dist][store]") {
   TempDir runtime;
   const auto folder =
       distributed::private_runtime_dir(env_of({{"XDG_RUNTIME_DIR", runtime.path()}}));
-  // A process that has exited and been reaped: its pid names no process now.
-  const pid_t gone = ::fork();
-  if (gone == 0) ::_exit(0);
-  int status = 0;
-  REQUIRE(::waitpid(gone, &status, 0) == gone);
-  const auto killed = distributed::rendezvous_file(folder, "job-7-0");
-  const auto running = distributed::rendezvous_file(folder, "job-8-0");
-  const auto older_form = distributed::rendezvous_file(folder, "job-9-0");
-  testing::write_text(killed, "4242 " + kSecret + " " + std::to_string(gone) + "\n");
-  distributed::publish(running, {4343, kSecret});
-  testing::write_text(older_form, "4444 " + kSecret + "\n");  // names no process: left alone
-  for (const auto& f : {killed, older_form}) ::chmod(f.c_str(), 0600);
-  std::string why;
-  const auto read = distributed::read_published(running, why);
-  REQUIRE(read.has_value());
-  CHECK(read->publisher == ::getpid());
+  const auto killed = distributed::rendezvous_file(folder, "job-7-0");  // its rank 0 SIGKILLed
+  const auto served = distributed::rendezvous_file(folder, "job-8-0");
+  const auto fresh = distributed::rendezvous_file(folder, "job-9-0");  // its lock not yet taken
+  for (const auto& f : {killed, served, fresh}) distributed::publish(f, {4242, kSecret});
+  const auto an_hour_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const auto& f : {killed, served}) std::filesystem::last_write_time(f, an_hour_ago);
+  const dptrain::core::FileLock serving(served, dptrain::core::FileLock::Mode::kTry);
+  REQUIRE(serving.held());
 
   CHECK(distributed::remove_abandoned_rendezvous_files(folder) == 1);
   CHECK_FALSE(std::filesystem::exists(killed));
-  CHECK(std::filesystem::exists(running));
-  CHECK(std::filesystem::exists(older_form));
+  CHECK(std::filesystem::exists(served));
+  CHECK(std::filesystem::exists(fresh));
 }
