@@ -31,6 +31,10 @@ config::Config resolve(const cli::Command& command);
 // go over it. `source` says which, for the start line.
 config::Config resolve_for_model(const cli::Command& command, std::string& source);
 
+// A model file named on the command line (--model, --init-from), looked at before the experiment
+// is chosen or the data read: an I/O error naming it when it is missing, a folder or unreadable.
+void check_model_file(const std::filesystem::path& path);
+
 // What the launched ranks do: training may restart them (parallel.max_restarts); evaluation
 // ignores the training-only keys of the experiment it reads.
 enum class Purpose { kTrain, kEvaluate };

@@ -22,14 +22,9 @@ namespace {
 // experiment taken for the defaults, with no config.json beside it), and a report's missing
 // folder after the evaluation.
 void check_named_files(const cli::Command& command) {
-  std::error_code ec;
-  if (!std::filesystem::exists(command.model_file, ec)) {
-    throw core::Error(core::ErrorCode::kIo, command.model_file.string() + ": no such model file",
-                      "give a run's model.pt or one of its checkpoints (runs/<name>/<time>/"
-                      "model.pt, checkpoints/epoch-NNNN.pt)");
-  }
-  const core::ReadOnlyFile readable(command.model_file);  // a folder or unreadable: refused here
+  check_model_file(command.model_file);
   if (!command.report_file) return;
+  std::error_code ec;
   const std::filesystem::path folder = command.report_file->parent_path();
   if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
     throw core::Error(core::ErrorCode::kIo,

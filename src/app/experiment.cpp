@@ -5,6 +5,7 @@
 #include "app/commands.h"
 #include "config/json_text.h"
 #include "config/load.h"
+#include "core/error.h"
 #include "core/fs.h"
 #include "model/registry.h"
 #include "train/checkpoint_file.h"
@@ -74,6 +75,16 @@ config::Config resolve_for_model(const cli::Command& command, std::string& sourc
   source = "the defaults (no config.json beside the model; give the run's with --config)";
   return config::resolve_config(std::nullopt, "defaults", overrides_of(command),
                                 model::model_names());
+}
+
+void check_model_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw core::Error(core::ErrorCode::kIo, path.string() + ": no such model file",
+                      "give a run's model.pt or one of its checkpoints (runs/<name>/<time>/"
+                      "model.pt, checkpoints/epoch-NNNN.pt)");
+  }
+  const core::ReadOnlyFile readable(path);  // a folder or an unreadable file: refused here
 }
 
 }  // namespace dptrain::app

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <system_error>
 
 #include "app/commands.h"
 #include "core/error.h"
@@ -53,18 +52,6 @@ void print_answer(const std::string& input, const std::vector<Ranked>& ranked,
     std::cout << fmt::format("  {:>11} {:.4f}", classes[r.label], r.probability);
   }
   std::cout << "\n";
-}
-
-// The model file, looked at before the experiment is chosen from what lies beside it: a missing
-// one was otherwise taken for a model.pt without a config.json (the defaults) until it was read.
-// The inputs are not: each one that cannot be read is reported, and the others still answered.
-void check_model_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw core::Error(core::ErrorCode::kIo, path.string() + ": no such model file",
-                      "give a run's model.pt or one of its checkpoints (runs/<name>/<time>/"
-                      "model.pt, checkpoints/epoch-NNNN.pt)");
-  }
 }
 
 }  // namespace

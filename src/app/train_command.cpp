@@ -121,11 +121,6 @@ void check_command_line(const cli::Command& command) {
         "--overwrite starts a new run, and --resume " + *command.resume + " goes on with one",
         "give one of them: --resume FILE into a folder of its own begins a run from it");
   }
-  // A file named on the command line is looked at before the data set is loaded.
-  if (command.init_from && !std::filesystem::is_regular_file(*command.init_from)) {
-    throw core::Error(core::ErrorCode::kIo, command.init_from->string() + ": no such model file",
-                      "give a model.pt or a checkpoint of a run (runs/<name>/<time>/model.pt)");
-  }
   if (command.resume && *command.resume == "auto" && !command.output_dir) {
     usage_error("--resume auto looks for checkpoints in the run's folder, but there is no --output",
                 "give the run's folder with --output");
@@ -218,6 +213,12 @@ int train_here(const cli::Command& command, const config::Config& config,
 
 int run_train(const cli::Command& command, const std::vector<std::string>& argv) {
   check_command_line(command);
+  // --init-from is looked at before the data set is loaded, by the process a user started. A rank
+  // that a launcher started leaves it to the ranks' agreement on the file (train/start_file.h),
+  // which names a rank that lacks it instead of leaving the others waiting at the rendezvous.
+  if (command.init_from && !distributed::detect_launcher(distributed::process_environment())) {
+    check_model_file(*command.init_from);
+  }
   const config::Config config = resolve(command);
   if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kTrain)) {
     return *status;

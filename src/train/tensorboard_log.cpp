@@ -38,8 +38,9 @@ size_t rebuild_to(const std::filesystem::path& file, const LogStart& start) {
     const std::string_view bytes = mapped.bytes();
     const serialize::TfRecordScan scan = serialize::scan_tfrecords(bytes);
     if (!scan.complete) {
-      spdlog::warn("{}: dropped {} bytes after the last whole record (a killed run's last write, or damage)",
-                   file.string(), bytes.size() - scan.valid_bytes);
+      spdlog::warn(
+          "{}: dropped {} bytes after the last whole record (a killed run's last write, or damage)",
+          file.string(), bytes.size() - scan.valid_bytes);
     }
     for (const auto record : scan.records) {
       const auto header = serialize::decode_event_header(record);

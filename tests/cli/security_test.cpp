@@ -194,9 +194,10 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("--overwrite and a rewind remove and move nothing through a checkpoint folder that "
-          "another user linked elsewhere",
-          "[cli][security]") {
+TEST_CASE(
+    "neither an overwrite nor a rewind removes or moves anything through a checkpoint folder "
+    "that another user linked elsewhere",
+    "[cli][security]") {
   if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give a link to another user (CI is root)");
   TempDir dir;
   write_tiny_dataset(dir / "data", 40, 20);
