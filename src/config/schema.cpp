@@ -332,8 +332,8 @@ std::vector<KeySpec> all_keys() {
   keys.push_back(integer(KEY(runtime.threads), 0,
                          "intra-op threads of each process, ddp rank and CPU dp replica; 0: "
                          "every core, shared out between the ranks on a machine and the CPU "
-                         "replicas in a process. Another count adds floats in another order: "
-                         "parameters differ in their last bits (resuming warns)"));
+                         "replicas in a process. Another count adds floats in another order, and "
+                         "the run then ends elsewhere (resuming warns)"));
   keys.push_back(choice(KEY(log.level), "the least severe log messages shown"));
   keys.push_back(integer(KEY(log.every_steps), 0,
                          "a log line (and TensorBoard's step figures) every N optimizer steps; "

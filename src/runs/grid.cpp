@@ -5,11 +5,29 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "core/error.h"
 
 namespace dptrain::runs {
 namespace {
+
+// `text` without the spaces and tabs around it.
+std::string trimmed(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// `text` as a whole integer (a leading + allowed), else none.
+std::optional<int64_t> integer_of(const std::string& text) {
+  const char* first = text.data() + (text.rfind('+', 0) == 0 ? 1 : 0);
+  const char* last = text.data() + text.size();
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(first, last, value);
+  if (error != std::errc() || end != last) return std::nullopt;
+  return value;
+}
 
 const char* const kValuesHint =
     "write --grid key.path=value1,value2 (a value with commas in brackets or quotes: --grid "
@@ -103,12 +121,6 @@ std::string decimal_text(double value, int places) {
 // start + i * step (no sum drifts) and written at the most decimals any argument shows: the float
 // noise of 0.1 + 2 * 0.1 = 0.30000000000000004 lies far below that place, so 0.3 it is, and a
 // value is compared with stop as written.
-
-// Hydra's range(start, stop, step): start, start + step, ... while short of stop; range(stop)
-// starts at 0, and the step is 1 unless given. Integers stay integers. Floats are computed as
-// start + i * step (no sum drifts) and written at the most decimals any argument shows: the float
-// noise of 0.1 + 2 * 0.1 = 0.30000000000000004 lies far below that place, so 0.3 it is, and a
-// value is compared with stop as written.
 std::vector<std::string> range_values(const std::string& spec, const std::string& arguments) {
   const std::vector<std::string> given = split_values(spec, arguments, /*trim=*/true);
   if (given.size() > 3) bad_axis(spec, "range() takes start, stop and step", kRangeHint);
@@ -150,21 +162,6 @@ std::vector<std::string> range_values(const std::string& spec, const std::string
 }
 
 }  // namespace
-
-std::string trimmed(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
-std::optional<int64_t> integer_of(const std::string& text) {
-  const char* first = text.data() + (text.rfind('+', 0) == 0 ? 1 : 0);
-  const char* last = text.data() + text.size();
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(first, last, value);
-  if (error != std::errc() || end != last) return std::nullopt;
-  return value;
-}
 
 GridAxis parse_grid_axis(const std::string& spec) {
   const size_t eq = spec.find('=');

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,10 +29,5 @@ GridAxis parse_grid_axis(const std::string& spec);
 // Every point of the grid as its --set overrides ("key=value"), the first axis slowest, as
 // Hydra numbers them.
 std::vector<std::vector<std::string>> grid_points(const std::vector<GridAxis>& axes);
-
-// The grammar's own text helpers, which sweep.cpp reads sweep.pid with too: `text` without the
-// spaces and tabs around it; `text` as a whole integer (a leading + allowed), else none.
-std::string trimmed(const std::string& text);
-std::optional<int64_t> integer_of(const std::string& text);
 
 }  // namespace dptrain::runs

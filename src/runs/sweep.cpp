@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
@@ -230,11 +231,12 @@ bool runs_this_program(pid_t pid) {
 std::optional<pid_t> claiming_pid(const std::filesystem::path& dir) {
   try {
     const std::string text = core::read_regular_file(dir / kPidFile, /*max_bytes=*/32);
-    const auto pid = integer_of(trimmed(text.substr(0, text.find('\n'))));
+    pid_t pid = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), pid);
     // Named only when it is a dptrain (this very program): the file is anyone's to plant, and
     // the hint says to stop that process.
-    if (pid && *pid > 0 && *pid <= INT32_MAX && runs_this_program(static_cast<pid_t>(*pid))) {
-      return static_cast<pid_t>(*pid);
+    if (error == std::errc() && end != text.data() && pid > 0 && runs_this_program(pid)) {
+      return pid;
     }
   } catch (const core::Error&) {  // none, or unreadable: the message names no pid
   }

@@ -20,20 +20,17 @@ constexpr uint32_t kShapeDim = 2;
 constexpr uint64_t kDtypeFloat = 1, kDtypeString = 7;  // DT_FLOAT, DT_STRING
 
 // The hparams plugin's records (plugin_data.proto, api.proto) and protobuf's struct.proto Value.
-constexpr uint32_t kPluginDataExperiment = 2, kPluginDataSessionStart = 3,
-                   kPluginDataSessionEnd = 4;
+constexpr uint32_t kPluginDataExperiment = 2, kPluginDataSessionStart = 3;
 constexpr uint32_t kExperimentHParamInfos = 4, kExperimentMetricInfos = 5;
 constexpr uint32_t kHParamInfoName = 1, kHParamInfoType = 4;
 constexpr uint32_t kMetricInfoName = 1, kMetricNameTag = 2;
 constexpr uint32_t kSessionStartHParams = 1, kSessionStartTime = 5;
 constexpr uint32_t kMapKey = 1, kMapValue = 2;  // a map<string, Value> entry
-constexpr uint32_t kSessionEndStatus = 1, kSessionEndTime = 2;
 constexpr uint32_t kStructNumber = 2, kStructString = 3, kStructBool = 4;
 constexpr uint64_t kDataTypeString = 1, kDataTypeBool = 2, kDataTypeFloat64 = 3;  // DataType
 constexpr std::string_view kHParamsPlugin = "hparams";
 constexpr std::string_view kExperimentTag = "_hparams_/experiment";
 constexpr std::string_view kSessionStartTag = "_hparams_/session_start_info";
-constexpr std::string_view kSessionEndTag = "_hparams_/session_end_info";
 
 class Message {
  public:
@@ -178,8 +175,7 @@ class FieldReader {
   bool malformed_ = false;
 };
 
-// Whether an encoded Summary holds the hparams session end (found by its tag, as TensorBoard
-// finds it).
+// Whether an encoded Summary holds a value under `tag`.
 bool holds_tag(std::string_view summary, std::string_view tag) {
   FieldReader values(summary);
   FieldReader::Field v;
@@ -272,13 +268,6 @@ std::string hparams_session_start_event(double wall_time, const std::vector<HPar
   return hparams_event(wall_time, kSessionStartTag, kPluginDataSessionStart, start);
 }
 
-std::string hparams_session_end_event(double wall_time, HParamsStatus status) {
-  Message end;
-  end.varint(kSessionEndStatus, static_cast<uint64_t>(status));
-  end.fixed64(kSessionEndTime, wall_time);
-  return hparams_event(wall_time, kSessionEndTag, kPluginDataSessionEnd, end);
-}
-
 std::optional<EventHeader> decode_event_header(std::string_view bytes) {
   EventHeader header;
   FieldReader reader(bytes);
@@ -290,7 +279,6 @@ std::optional<EventHeader> decode_event_header(std::string_view bytes) {
       header.step = static_cast<int64_t>(f.value);
     } else if (f.number == kEventSummary && f.wire == kLengthDelimited) {
       header.has_summary = true;
-      header.hparams_session_end = header.hparams_session_end || holds_tag(f.bytes, kSessionEndTag);
       header.epoch_figures = header.epoch_figures || holds_tag(f.bytes, kEpochTag);
     }
   }

@@ -36,29 +36,22 @@ struct HParamValue {
   std::variant<double, std::string, bool> value;
 };
 
-// The HParams view reads three records from a run, those torch.utils.tensorboard's add_hparams
-// writes; each is an Event at step 0 whose one Summary.Value carries the plugin's
-// HParamsPluginData in its metadata (and an empty tensor, as TensorBoard's own hparams summaries
-// do). The experiment: the columns, each hyperparameter's name and type (from its value) and the
-// scalar tags shown as metrics, read from the run's own scalars ("epoch/test_acc").
+// The HParams view reads up to three records from a run, those torch.utils.tensorboard's
+// add_hparams writes; dptrain writes the first two (a session end would have to be cut out again
+// when a finished run is resumed: TensorBoard keeps the first it reads). Each is an Event at step 0
+// whose one Summary.Value carries the plugin's HParamsPluginData in its metadata (and an empty
+// tensor, as TensorBoard's own hparams summaries do). The experiment: the columns, each
+// hyperparameter's name and type (from its value) and the scalar tags shown as metrics, read from
+// the run's own scalars ("epoch/test_acc").
 std::string hparams_experiment_event(double wall_time, const std::vector<HParamValue>& hparams,
                                      const std::vector<std::string>& metric_tags);
 // The session's start: its row in the view, the hyperparameters' values.
 std::string hparams_session_start_event(double wall_time, const std::vector<HParamValue>& hparams);
 
-// tensorboard.hparams.Status.
-enum class HParamsStatus { kUnknown = 0, kSuccess = 1, kFailure = 2, kRunning = 3 };
-
-// The session's end: its status in the view. TensorBoard keeps the first one a run holds.
-std::string hparams_session_end_event(double wall_time, HParamsStatus status);
-
 struct EventHeader {
   double wall_time = 0;
   int64_t step = 0;
   bool has_summary = false;  // false: the file_version event (or one dptrain does not write)
-  // An hparams session end, which a resumed run drops: it is running again, and TensorBoard
-  // would keep showing the first end it reads.
-  bool hparams_session_end = false;
   // An epoch's figures (tag "epoch/epoch"): a resumed run writes those its checkpoint holds.
   bool epoch_figures = false;
 };

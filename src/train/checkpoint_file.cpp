@@ -386,25 +386,31 @@ std::optional<CheckpointWeights> checkpoint_weights(const std::filesystem::path&
   return weights;
 }
 
-std::string checkpoint_run_id(const std::filesystem::path& path) {
+namespace {
+
+// What `read` takes from the record of the checkpoint at `path` (read alone, no storage); an I/O
+// error naming the file when a field is missing or of another type.
+template <typename Read>
+auto from_record(const std::filesystem::path& path, Read read) {
   const Opened opened = open_checkpoint(path, core::ReadOnlyFile(path), record_only());
   try {
-    return opened.record.at("run_id").get<std::string>();
+    return read(opened.record);
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
                 kDamagedHint);
   }
 }
 
+}  // namespace
+
+std::string checkpoint_run_id(const std::filesystem::path& path) {
+  return from_record(path, [](const json& r) { return r.at("run_id").get<std::string>(); });
+}
+
 std::pair<int64_t, int64_t> checkpoint_position(const std::filesystem::path& path) {
-  const Opened opened = open_checkpoint(path, core::ReadOnlyFile(path), record_only());
-  try {
-    return {opened.record.at("epoch").get<int64_t>(),
-            opened.record.at("batches_done").get<int64_t>()};
-  } catch (const json::exception& e) {
-    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
-                kDamagedHint);
-  }
+  return from_record(path, [](const json& r) {
+    return std::make_pair(r.at("epoch").get<int64_t>(), r.at("batches_done").get<int64_t>());
+  });
 }
 
 Progress read_checkpoint(const std::filesystem::path& path, const config::Config& config,

@@ -277,8 +277,8 @@ TEST_CASE("the hparams experiment names each hyperparameter's type and each metr
 TEST_CASE("the hparams records are byte for byte what TensorBoard's own protos serialize",
           "[serialize]") {
   // HParamsPluginData(...).SerializeToString(deterministic=True).hex() with tensorboard 2.21's
-  // plugin_data_pb2 and api_pb2, for the same experiment, start (map keys in sorted order, as
-  // deterministic output has them) and end.
+  // plugin_data_pb2 and api_pb2, for the same experiment and start (map keys in sorted order, as
+  // deterministic output has them).
   CHECK(
       hparams_record(hparams_experiment_event(0, kHParams, {"epoch/test_acc", "epoch/train_loss"}))
           .content ==
@@ -288,21 +288,15 @@ TEST_CASE("the hparams records are byte for byte what TensorBoard's own protos s
   CHECK(hparams_record(hparams_session_start_event(1700000000.25, kHParams)).content ==
         from_hex("1a4c0a150a0f646174612e70696e5f6d656d6f7279120220000a150a086f7074696d2e6c72120911"
                  "9a9999999999c93f0a130a0a6f7074696d2e6e616d6512051a037367642900001040fc54d941"));
-  const HParamsRecord end =
-      hparams_record(hparams_session_end_event(1700000100.5, HParamsStatus::kSuccess));
-  CHECK(end.tag == "_hparams_/session_end_info");
-  CHECK(end.content == from_hex("220b08011100002059fc54d941"));  // status 1, end_time_secs
 }
 
-TEST_CASE("a resume tells the hparams session end from the other events", "[serialize]") {
-  const auto end = decode_event_header(hparams_session_end_event(9.0, HParamsStatus::kFailure));
-  REQUIRE(end);
-  CHECK(end->hparams_session_end);
-  CHECK(end->step == 0);
-  CHECK_FALSE(decode_event_header(hparams_session_start_event(9.0, kHParams))->hparams_session_end);
-  CHECK_FALSE(
-      decode_event_header(hparams_experiment_event(9.0, kHParams, {"a"}))->hparams_session_end);
-  CHECK_FALSE(decode_event_header(scalars_event(9.0, 3, {{"_hparams_/session_end", 1}}))
-                  ->hparams_session_end);
-  CHECK_FALSE(decode_event_header(file_version_event(9.0))->hparams_session_end);
+TEST_CASE("a resume tells an epoch's figures from the other events", "[serialize]") {
+  const auto epoch = decode_event_header(scalars_event(9.0, 40, {{"epoch/epoch", 2}, {"x", 1}}));
+  REQUIRE(epoch);
+  CHECK(epoch->epoch_figures);
+  CHECK(epoch->step == 40);
+  CHECK_FALSE(decode_event_header(scalars_event(9.0, 40, {{"step/train_loss", 1}}))->epoch_figures);
+  CHECK_FALSE(decode_event_header(scalars_event(9.0, 40, {{"epoch/epochs", 1}}))->epoch_figures);
+  CHECK_FALSE(decode_event_header(hparams_session_start_event(9.0, kHParams))->epoch_figures);
+  CHECK_FALSE(decode_event_header(file_version_event(9.0))->epoch_figures);
 }
