@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist
   iproute2  # the tests' test hosts (network namespaces)
   python3-protobuf python3-crc32c
+  gnuplot-nox  # compare --plot's SVG curves
   "$@"
 )
 

@@ -249,7 +249,11 @@ ProcessResult BackgroundRun::finish(double timeout_s) {
 
 std::string shell_words(const std::vector<std::string>& args) {
   std::string line;
-  for (const auto& a : args) line += (line.empty() ? "'" : " '") + a + "'";
+  for (const auto& a : args) {
+    line += line.empty() ? "'" : " '";
+    for (const char c : a) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += "'";
+  }
   return line;
 }
 

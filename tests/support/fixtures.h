@@ -55,7 +55,8 @@ ProcessResult run_program(const std::filesystem::path& program, const std::strin
                           const std::filesystem::path& cwd = {},
                           const std::vector<std::string>& env = {});
 
-// The arguments as one shell-quoted string, for run_program and run_dptrain.
+// The arguments as one shell-quoted string (each in single quotes, its own quotes escaped), for
+// run_program and run_dptrain.
 std::string shell_words(const std::vector<std::string>& args);
 
 // run_program for the built dptrain.
