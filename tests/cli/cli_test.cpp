@@ -315,8 +315,10 @@ TEST_CASE("the torchrun example that train's help prints trains on this machine'
     words.insert(words.end(), {"--set", set});
   }
   words.insert(words.end(), {"--output", (dir / "run").string()});
+  // torchrun's --master_port (29500 by default, which examples_test's torchrun also meets).
   const auto run =
-      run_program("/bin/sh", "-c " + shell_words({shell_words(words)}), DPTRAIN_SOURCE_DIR);
+      run_program("/bin/sh", "-c " + shell_words({shell_words(words)}), DPTRAIN_SOURCE_DIR,
+                  {"PET_MASTER_PORT=" + std::to_string(free_port())});
   INFO(shell_words(words) << "\n" << run.out << run.err);
   CHECK(run.status == 0);
   CHECK_THAT(run.out, ContainsSubstring("test acc: "));

@@ -123,14 +123,11 @@ ProcessResult run_program(const std::filesystem::path& program, const std::strin
                           const std::filesystem::path& cwd, const std::vector<std::string>& env) {
   TempDir capture;
   std::string command;
-  if (!cwd.empty()) command += "cd '" + cwd.string() + "' && ";
-  if (!env.empty()) {
-    command += "env";
-    for (const auto& e : env) command += " '" + e + "'";
-    command += " ";
-  }
-  command += "'" + program.string() + "' " + args + " >'" + (capture / "out").string() + "' 2>'" +
-             (capture / "err").string() + "'";
+  if (!cwd.empty()) command += "cd " + shell_words({cwd.string()}) + " && ";
+  if (!env.empty()) command += "env " + shell_words(env) + " ";
+  command += shell_words({program.string()}) + " " + args + " >" +
+             shell_words({(capture / "out").string()}) + " 2>" +
+             shell_words({(capture / "err").string()});
   const int raw = std::system(command.c_str());
   ProcessResult result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
