@@ -4,6 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
+"$root/scripts/venv.sh" tensorboard >/dev/null  # TensorBoard's reader, where PyPI answers
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 exec ctest --output-on-failure -j "${TEST_JOBS:-2}" "$@"

@@ -1,5 +1,6 @@
 #include "support/runs.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "support/catch.h"
@@ -65,6 +66,27 @@ nlohmann::json read_events(const std::filesystem::path& run) {
       "/usr/bin/python3",
       shell_words({std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/read_tensorboard.py",
                    the_event_file(run).string()}));
+  INFO(reader.err);
+  REQUIRE(reader.status == 0);
+  return nlohmann::json::parse(reader.out);
+}
+
+std::string tensorboard_python() {
+  const char* venv = std::getenv("DPTRAIN_VENV");
+  const std::filesystem::path python =
+      std::filesystem::path(venv && *venv ? venv : DPTRAIN_SOURCE_DIR "/.venv") / "bin" / "python";
+  if (!std::filesystem::exists(python)) return "";
+  const auto probe =
+      run_program(python, "-c 'import tensorboard.backend.event_processing.data_provider'");
+  return probe.status == 0 ? python.string() : "";
+}
+
+nlohmann::json read_with_tensorboard(const std::filesystem::path& run) {
+  const std::string python = tensorboard_python();
+  REQUIRE_FALSE(python.empty());
+  const auto reader = run_program(
+      python, shell_words({std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/tensorboard_reads.py",
+                           run.string()}));
   INFO(reader.err);
   REQUIRE(reader.status == 0);
   return nlohmann::json::parse(reader.out);

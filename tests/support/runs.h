@@ -33,6 +33,13 @@ bool python_event_reader_present();
 // wall_time], ...]}, "texts": ..., "file_version": ...}.
 nlohmann::json read_events(const std::filesystem::path& run);
 
+// The python of the project's venv (scripts/venv.sh: DPTRAIN_VENV, else .venv/ in the source
+// tree) when TensorBoard imports there; empty when it does not.
+std::string tensorboard_python();
+// The run's scalars as TensorBoard's own code shows them (tests/python/tensorboard_reads.py):
+// {"version": ..., "accumulator": {tag: [[step, value], ...]}, "provider": {...}}.
+nlohmann::json read_with_tensorboard(const std::filesystem::path& run);
+
 // The largest difference between matching tensors, relative to the largest magnitude in `b`'s
 // tensor. Fails the test when the lists do not match in length or shapes.
 double max_relative_difference(const std::vector<torch::Tensor>& a,
