@@ -42,6 +42,8 @@ export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:dete
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
 
+"$root/scripts/venv.sh" tensorboard >/dev/null  # as scripts/test.sh: TensorBoard's readers
+
 export BUILD_DIR=$root/build-$mode
 # Flags are set when the folder is first configured: delete it to change them.
 "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_args[@]}" \

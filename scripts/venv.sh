@@ -3,21 +3,29 @@
 # packages that Debian 12 lacks or has too old): made with Debian's python3 (python3-venv) in
 # .venv/ (or DPTRAIN_VENV), never in the system Python, and never used by dptrain itself.
 #
-#   scripts/venv.sh [GROUP...]     tensorboard (the suite's TensorBoard reader; the default)
+#   scripts/venv.sh [GROUP...]     tensorboard  the suite's TensorBoard readers (the default)
+#                                  torch        PyPI's torch 2.x (its CUDA build, about 5 GB) and
+#                                               numpy: the suite's PyTorch tests then load
+#                                               dptrain's files with it too
 #
 # Prints the venv's python on stdout. A package already importable is not fetched again. When
-# PyPI does not answer, says so and exits 0 (the tests that need the package then skip, saying
-# why), unless DPTRAIN_REQUIRE_VENV=1 (CI), where it exits 1.
+# PyPI (or apt, for python3-venv) does not answer, says so and exits 0 (the tests that need the
+# package then skip, saying why), unless DPTRAIN_REQUIRE_VENV=1 (CI), where it exits 1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv=${DPTRAIN_VENV:-$root/.venv}
+venv=$(realpath -m -s -- "${DPTRAIN_VENV:-$root/.venv}")  # absolute: tests run elsewhere
 groups=("${@:-tensorboard}")
 
+# TensorBoard is pinned to the minor version the suite was written against (its readers' APIs
+# are not a stable interface); torch follows PyPI, as its users do, from the first 2.x whose
+# torch.load defaults to weights_only.
 declare -A packages=(
-  [tensorboard]="tensorboard"
+  [tensorboard]="tensorboard==2.21.*"
+  [torch]="torch>=2.6 numpy"
 )
 declare -A imports=(
-  [tensorboard]="tensorboard.backend.event_processing.data_provider"
+  [tensorboard]="tensorboard.backend.event_processing.data_provider, tensorboard_data_server"
+  [torch]="torch, numpy"
 )
 
 give_up() {
@@ -27,20 +35,53 @@ give_up() {
   exit 0
 }
 
-"$root/scripts/setup.sh" python3-venv
-if [[ -e $venv && ! -O $venv ]]; then
-  give_up "$venv is not this user's: refusing to run what is in it"
+# The venv's python, isolated (-I): neither the caller's folder nor PYTHON* variables reach its
+# module path, so a planted tensorboard/ or pip/ where the command was typed never runs.
+python() { "$venv/bin/python" -I "$@"; }
+
+# Ours alone: the folder, bin/ and pyvenv.cfg this user's and writable by nobody else, no link
+# among them, and bin/python Debian's python3. The suite checks the same before running it
+# (tests/support/fixtures.cpp, venv_python).
+trusted() {
+  local path
+  for path in "$venv" "$venv/bin" "$venv/pyvenv.cfg"; do
+    [[ -e $path && ! -L $path && -O $path ]] || return 1
+    [[ -z $(find "$path" -maxdepth 0 -perm /022) ]] || return 1
+  done
+  [[ $(realpath -- "$venv/bin/python") == /usr/bin/python3* ]]
+}
+
+# A venv of Debian's python3 with a working pip; a half-made one (an interrupted first run) is
+# made again.
+usable() {
+  trusted && grep -qx 'home = /usr/bin' "$venv/pyvenv.cfg" && python -m pip --version >/dev/null 2>&1
+}
+
+imports_all() { python -c "import ${imports[$1]}" >/dev/null 2>&1; }
+
+for group in "${groups[@]}"; do
+  [[ -n $group && -v packages[$group] ]] || { echo "venv: no group '$group'" >&2; exit 2; }
+done
+"$root/scripts/setup.sh" python3-venv || give_up "could not install Debian's python3-venv"
+if [[ -L $venv || (-e $venv && ! -O $venv) ]]; then
+  give_up "$venv is a link or not this user's: refusing to use it (remove it: rm -rf '$venv')"
 fi
-if [[ ! -x $venv/bin/python ]]; then
-  /usr/bin/python3 -m venv "$venv" >&2 || give_up "python3 -m venv $venv failed"
+if ! usable; then
+  [[ ! -e $venv || -f $venv/pyvenv.cfg ]] ||
+    give_up "$venv exists and is no venv: refusing to write into it"
+  (umask 022 && /usr/bin/python3 -m venv --clear "$venv" >&2) ||
+    give_up "python3 -m venv $venv failed"
+  usable || give_up "$venv is not a venv of this user's Debian python3 with pip"
 fi
 for group in "${groups[@]}"; do
-  [[ -n ${packages[$group]:-} ]] || { echo "venv: no group '$group'" >&2; exit 2; }
-  "$venv/bin/python" -c "import ${imports[$group]}" 2>/dev/null && continue
+  imports_all "$group" && continue
   echo "venv: installing ${packages[$group]} into $venv" >&2
+  # --no-input: an index that asks for a password fails instead of waiting for one.
   # shellcheck disable=SC2086  # a group is several package names
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 30 --retries 2 \
+  python -m pip install --quiet --disable-pip-version-check --no-input --timeout 15 --retries 1 \
     ${packages[$group]} >&2 ||
     give_up "pip could not install ${packages[$group]} (does this machine reach PyPI?)"
+  # pip's settings (PIP_TARGET, a pip.conf's prefix) can put packages elsewhere: look again.
+  imports_all "$group" || give_up "pip installed ${packages[$group]}, but not into $venv"
 done
 echo "$venv/bin/python"

@@ -37,7 +37,7 @@ constexpr const char* kTrainExamples = R"(Examples:
 
 constexpr const char* kEvaluateExamples = R"(Examples:
   dptrain evaluate --model runs/X/model.pt          with the run's experiment (runs/X/config.json)
-  dptrain evaluate --model runs/X/checkpoints/epoch-0003.pt --split val   when X held out data.val_split
+  dptrain evaluate --model runs/X/checkpoints/epoch-0003.pt --split val  data.val_split's samples
   dptrain evaluate --model model.pt --config configs/d2l.json --output report.json)";
 
 constexpr const char* kPredictExamples = R"(Examples:

@@ -71,6 +71,56 @@ std::map<std::string, torch::Tensor> state_of(const std::filesystem::path& model
   return state;
 }
 
+// tests/python/d2l_resnet_roundtrip.py under `python`: d2l's own ResNet-18 loads model.pt
+// strictly, classifies the test images and saves its state_dict as `saved`. Its answer.
+nlohmann::json d2l_roundtrip(const std::filesystem::path& python,
+                             const std::filesystem::path& model_pt,
+                             const std::filesystem::path& data,
+                             const std::filesystem::path& saved) {
+  const auto run = run_program(
+      python,
+      shell_words({std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/d2l_resnet_roundtrip.py",
+                   model_pt.string(), data.string(), saved.string()}));
+  INFO(python << "\n" << run.err);
+  REQUIRE(run.status == 0);
+  const auto answer = nlohmann::json::parse(run.out);
+  // The file's keys are d2l's state_dict's, in its order; the step counter is int64, as PyTorch's.
+  CHECK(answer.at("file_keys") == answer.at("d2l_keys"));
+  CHECK(answer.at("file_keys").size() == 127);
+  CHECK(answer.at("num_batches_tracked") == 45);
+  CHECK(answer.at("tracked_dtype") == "torch.int64");
+  return answer;
+}
+
+// Python's own torch.save(net.state_dict()) as dptrain's starting point: evaluate reads it as
+// `confusion`, and a run from it starts at Python's parameters (a learning rate of 1e-30 leaves
+// them as they are).
+void check_starts_from_python(const TempDir& dir, const std::vector<std::string>& short_run,
+                              const std::filesystem::path& saved, const std::string& config,
+                              const nlohmann::json& confusion) {
+  const auto report = dir / "python-report.json";
+  const auto evaluated =
+      run_dptrain("evaluate --model " + saved.string() + config + " --output " + report.string());
+  INFO(evaluated.err);
+  REQUIRE(evaluated.status == 0);
+  CHECK(nlohmann::json::parse(core::read_text_file(report)).at("confusion") == confusion);
+  const auto resumed =
+      run_ok(dir, "from-" + saved.stem().string(),
+             with(short_run, {"--set", "optimizer.lr=1e-30", "--set", "train.limit_train_batches=1",
+                              "--set", "train.epochs=1", "--init-from", saved.string()}));
+  const auto start = state_of(saved);
+  const auto after = state_of(resumed / "model.pt");
+  for (const auto& [name, t] : start) {
+    INFO(name);
+    if (name.find("running") != std::string::npos ||
+        name.find("num_batches") != std::string::npos) {
+      continue;  // a training forward moves the statistics, whatever the learning rate
+    }
+    CHECK(torch::equal(after.at(name), t));
+  }
+  CHECK(after.at("1.num_batches_tracked").item<int64_t>() == 46);  // Python's 45, and one step
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -170,8 +220,11 @@ TEST_CASE(
     "PyTorch loads ResNet-18's model.pt into d2l's own net strictly and classifies as dptrain "
     "evaluate does, and its state_dict comes back through --init-from",
     "[cli][model][batchnorm]") {
-  if (!python_torch_present()) {
-    DPTRAIN_SKIP("needs Debian's python3-torch (scripts/setup.sh installs it)");
+  const auto pythons = pytorch_pythons();
+  if (pythons.empty()) {
+    DPTRAIN_SKIP(
+        "needs PyTorch: Debian's python3-torch (scripts/setup.sh) or the venv's (scripts/venv.sh "
+        "torch)");
   }
   TempDir dir;
   write_real_subset(dir / "data", 480, 200);
@@ -182,20 +235,6 @@ TEST_CASE(
       "--set", "runtime.threads=2",       "--set", "parallel.devices=cpu",
       "--set", "checkpoint.every_steps=0"};
   const auto run = run_ok(dir, "run", short_run);
-  const auto python =
-      run_program("/usr/bin/python3",
-                  std::string(DPTRAIN_SOURCE_DIR) + "/tests/python/d2l_resnet_roundtrip.py " +
-                      (run / "model.pt").string() + " " + (dir / "data").string() + " " +
-                      (dir / "python.pt").string());
-  INFO(python.err);
-  REQUIRE(python.status == 0);
-  const auto answer = nlohmann::json::parse(python.out);
-  // The file's keys are d2l's state_dict's, in its order; the step counter is int64, as PyTorch's.
-  CHECK(answer.at("file_keys") == answer.at("d2l_keys"));
-  CHECK(answer.at("file_keys").size() == 127);
-  CHECK(answer.at("num_batches_tracked") == 45);
-  CHECK(answer.at("tracked_dtype") == "torch.int64");
-
   const auto report = dir / "report.json";
   const std::string config = " --config " + (run / "config.json").string();
   const auto evaluated = run_dptrain("evaluate --model " + (run / "model.pt").string() + config +
@@ -204,32 +243,16 @@ TEST_CASE(
   REQUIRE(evaluated.status == 0);
   const auto ours = nlohmann::json::parse(core::read_text_file(report));
   CHECK(ours.at("samples") == 200);
-  // Prediction for prediction in eval mode (the running statistics), not just the count.
-  CHECK(ours.at("confusion") == answer.at("confusion"));
   CHECK(ours.at("correct").get<int64_t>() >
         60);  // past chance (20): the comparison means something
   CHECK(summary_of(run).at("test_correct") == ours.at("correct"));
-
-  // Python's own torch.save(net.state_dict()) as dptrain's starting point: evaluate reads it, and a
-  // run from it starts at Python's parameters (a learning rate of 1e-30 leaves them as they are).
-  const auto from_python = run_dptrain("evaluate --model " + (dir / "python.pt").string() + config +
-                                       " --output " + report.string());
-  REQUIRE(from_python.status == 0);
-  CHECK(nlohmann::json::parse(core::read_text_file(report)).at("confusion") ==
-        ours.at("confusion"));
-  const auto resumed = run_ok(
-      dir, "from-python",
-      with(short_run, {"--set", "optimizer.lr=1e-30", "--set", "train.limit_train_batches=1",
-                       "--set", "train.epochs=1", "--init-from", (dir / "python.pt").string()}));
-  const auto start = state_of(dir / "python.pt");
-  const auto after = state_of(resumed / "model.pt");
-  for (const auto& [name, t] : start) {
-    INFO(name);
-    if (name.find("running") != std::string::npos ||
-        name.find("num_batches") != std::string::npos) {
-      continue;  // a training forward moves the statistics, whatever the learning rate
-    }
-    CHECK(torch::equal(after.at(name), t));
+  // Debian's PyTorch 1.13, and PyPI's 2.x where the project's venv has it.
+  for (size_t i = 0; i < pythons.size(); ++i) {
+    const auto saved = dir / ("python-" + std::to_string(i) + ".pt");
+    const auto answer = d2l_roundtrip(pythons[i], run / "model.pt", dir / "data", saved);
+    INFO("PyTorch " << answer.at("torch").get<std::string>());
+    // Prediction for prediction in eval mode (the running statistics), not just the count.
+    CHECK(ours.at("confusion") == answer.at("confusion"));
+    check_starts_from_python(dir, short_run, saved, config, ours.at("confusion"));
   }
-  CHECK(after.at("1.num_batches_tracked").item<int64_t>() == 46);  // Python's 45, and one step
 }

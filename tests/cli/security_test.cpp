@@ -35,6 +35,36 @@ void write_pgm(const std::filesystem::path& path) {
   write_text(path, "P5\n28 28\n255\n" + std::string(28 * 28, '\x80'));
 }
 
+// tests/python/read_checkpoint.py under `python`: PyTorch opens the run's first checkpoint and
+// finds its parameters (model.pt's) and the optimizer's state.
+void check_pytorch_reads_checkpoint(const std::filesystem::path& python,
+                                    const std::filesystem::path& out,
+                                    const std::string& optimizer) {
+  const auto read = run_program(
+      python,
+      shell_words({kScripts + "read_checkpoint.py",
+                   (out / "checkpoints" / "epoch-0001.pt").string(), (out / "model.pt").string()}));
+  INFO(python << "\n" << read.err);
+  REQUIRE(read.status == 0);
+  const auto answer = nlohmann::json::parse(read.out);
+  INFO("PyTorch " << answer.at("torch").get<std::string>());
+  CHECK(answer.at("keys") ==
+        nlohmann::json::array({"dptrain_checkpoint", "record", "parameters", "buffers",
+                               "best_weights", "optimizer", "cpu_rng"}));
+  CHECK(answer.at("format") == 4);
+  CHECK(answer.at("model") == "lenet");
+  CHECK(answer.at("equal") == true);
+  CHECK(answer.at("param_groups") ==
+        nlohmann::json::parse(R"([{"params": [0, 1, 2, 3, 4, 5, 6, 7]}])"));
+  CHECK(answer.at("rng_bytes") == at::detail::getDefaultCPUGenerator().get_state().numel());
+  if (optimizer == "sgd") {
+    CHECK(answer.at("state") == nlohmann::json::array({"momentum_buffer"}));
+  } else {
+    CHECK(answer.at("state") == nlohmann::json::array({"exp_avg", "exp_avg_sq", "step"}));
+    CHECK(answer.at("step") == 4);
+  }
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -155,8 +185,11 @@ TEST_CASE(
     "PyTorch opens dptrain's checkpoints with weights_only=True and finds the run's parameters "
     "and optimizer state",
     "[cli][security]") {
-  if (!python_torch_present()) {
-    DPTRAIN_SKIP("needs Debian's python3-torch (scripts/setup.sh installs it)");
+  const auto pythons = pytorch_pythons();
+  if (pythons.empty()) {
+    DPTRAIN_SKIP(
+        "needs PyTorch: Debian's python3-torch (scripts/setup.sh) or the venv's (scripts/venv.sh "
+        "torch)");
   }
   TempDir dir;
   write_tiny_dataset(dir / "data", 40, 20);
@@ -168,27 +201,9 @@ TEST_CASE(
                                  momentum + " --output " + out.string());
       INFO(r.err);
       REQUIRE(r.status == 0);
-      const auto python =
-          run_program(kPython, shell_words({kScripts + "read_checkpoint.py",
-                                            (out / "checkpoints" / "epoch-0001.pt").string(),
-                                            (out / "model.pt").string()}));
-      INFO(python.err);
-      REQUIRE(python.status == 0);
-      const auto answer = nlohmann::json::parse(python.out);
-      CHECK(answer.at("keys") ==
-            nlohmann::json::array({"dptrain_checkpoint", "record", "parameters", "buffers",
-                                   "best_weights", "optimizer", "cpu_rng"}));
-      CHECK(answer.at("format") == 4);
-      CHECK(answer.at("model") == "lenet");
-      CHECK(answer.at("equal") == true);
-      CHECK(answer.at("param_groups") ==
-            nlohmann::json::parse(R"([{"params": [0, 1, 2, 3, 4, 5, 6, 7]}])"));
-      CHECK(answer.at("rng_bytes") == at::detail::getDefaultCPUGenerator().get_state().numel());
-      if (optimizer == "sgd") {
-        CHECK(answer.at("state") == nlohmann::json::array({"momentum_buffer"}));
-      } else {
-        CHECK(answer.at("state") == nlohmann::json::array({"exp_avg", "exp_avg_sq", "step"}));
-        CHECK(answer.at("step") == 4);
+      // Debian's PyTorch 1.13, and PyPI's 2.x where the project's venv has it.
+      for (const auto& python : pythons) {
+        check_pytorch_reads_checkpoint(python, out, optimizer);
       }
     }
   }

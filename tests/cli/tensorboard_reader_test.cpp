@@ -1,6 +1,8 @@
 // What TensorBoard itself shows of a run: the event files of a fresh run, a run resumed after a
 // crash, a preempted and requeued run and a ddp run, read by TensorBoard's own code (PyPI's
-// tensorboard in the project's venv, scripts/venv.sh) through both of its readers. Every scalar
+// tensorboard in the project's venv, scripts/venv.sh) through all three of its readers: the Rust
+// data server `tensorboard --logdir` reads through by default, the Python data provider it falls
+// back to, and the classic EventAccumulator. Every scalar
 // must be the file's (as tests/python/read_tensorboard.py decodes it), every epoch figure
 // metrics.jsonl's, and no tag may show a step twice. Without TensorBoard in the venv these
 // tests skip, saying so; CI sets DPTRAIN_REQUIRE_VENV=1, where they fail instead.
@@ -56,22 +58,25 @@ void train(const std::vector<std::string>& args) {
   REQUIRE(trained.status == 0);
 }
 
-// [[step, value], ...] of `file_points` ([[step, value, wall_time], ...]), values as float32.
+// [[step, value], ...] of `file_points` ([[step, value, wall_time], ...]).
 nlohmann::json steps_and_values(const nlohmann::json& file_points) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : file_points) points.push_back({p[0], p[1]});
   return points;
 }
 
-// Each of TensorBoard's readers shows exactly the file's scalars, one point per step, and each
+// Each of TensorBoard's readers shows exactly the file's scalars, whose steps only grow, and each
 // epoch figure is metrics.jsonl's at the epoch's last step.
 void check_tensorboard_shows_the_run(const std::filesystem::path& run) {
   const nlohmann::json shown = read_with_tensorboard(run);
   const nlohmann::json file = read_events(run).at("scalars");
   INFO("TensorBoard " << shown.at("version").get<std::string>());
+  // Version 2: the Python readers purge nothing, so a step written twice would show twice there.
+  CHECK(shown.at("file_version") == 2.0);
+  REQUIRE(file.contains("step/train_loss"));
   const auto epochs = metrics_of(run);
   REQUIRE(epochs.size() == 2);
-  for (const std::string reader : {"accumulator", "provider"}) {
+  for (const std::string reader : {"data_server", "provider", "accumulator"}) {
     INFO(reader);
     const nlohmann::json& scalars = shown.at(reader);
     CHECK(scalars.size() == file.size());
@@ -128,10 +133,11 @@ TEST_CASE("TensorBoard shows a run resumed after a crash without the steps it re
 TEST_CASE("TensorBoard shows a preempted and requeued run as one", "[cli][tb][peers][resume]") {
   SKIP_WITHOUT_TENSORBOARD();
   TempDir dir;
-  write_tiny_dataset(dir / "data", 600, 60);
+  // 90 steps an epoch: the notice comes with 175 steps still to go.
+  write_tiny_dataset(dir / "data", 3000, 60);
   const auto run = dir / "run";
   BackgroundRun first(job(dir, run, {"--set", "log.every_steps=1"}));
-  REQUIRE(first.wait_for_stderr("epoch 2 batch 3/", 120));
+  REQUIRE(first.wait_for_stderr("epoch 1 batch 5/", 120));
   first.signal(SIGUSR1);
   const auto stopped = first.finish(120);
   INFO(stopped.err);

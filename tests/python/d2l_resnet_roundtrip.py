@@ -1,11 +1,13 @@
 """The Python side of tests/cli/resnet_test.cpp: d2l §13.6's ResNet-18, built as d2l builds it
 (d2l.Residual with Lazy layers, materialised by one forward), loads dptrain's model.pt with
-torch.load(weights_only=True) and load_state_dict(strict=True), and gives its confusion matrix on
-the test images in eval mode; it saves its own state_dict the way a Python user would.
+torch.load, plain and with weights_only=True (torch_load.py), and load_state_dict(strict=True),
+and gives its confusion matrix on the test images in eval mode; it saves its own state_dict the
+way a Python user would.
 
     python3 d2l_resnet_roundtrip.py MODEL_PT DATA_DIR SAVE_AS
 
-prints one line of JSON: {"confusion": [[...]], "samples": N, "file_keys": [...], "d2l_keys": [...]}.
+prints one line of JSON: {"confusion": [[...]], "samples": N, "file_keys": [...], "d2l_keys": [...],
+"torch": its version}.
 """
 import json
 import os
@@ -19,10 +21,11 @@ sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "..", "scripts", "bench"))
 from d2l_resnet import resnet18  # noqa: E402  d2l §13.6's net, d2l.Residual with Lazy layers
 from d2l_roundtrip import read_idx  # noqa: E402
+import torch_load  # noqa: E402
 
 
 def main(model_pt, data_dir, save_as):
-    state = torch.load(model_pt, weights_only=True)
+    state = torch_load.load(model_pt)
     assert type(state) in (dict, __import__("collections").OrderedDict), type(state)
     net = resnet18(10)
     net(torch.zeros(1, 1, 28, 28))  # materialises the Lazy layers
@@ -42,7 +45,8 @@ def main(model_pt, data_dir, save_as):
     print(json.dumps({"confusion": confusion.tolist(), "samples": len(y),
                       "file_keys": list(state.keys()), "d2l_keys": list(net.state_dict().keys()),
                       "num_batches_tracked": int(state["1.num_batches_tracked"]),
-                      "tracked_dtype": str(state["1.num_batches_tracked"].dtype)}))
+                      "tracked_dtype": str(state["1.num_batches_tracked"].dtype),
+                      "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

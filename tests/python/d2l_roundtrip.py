@@ -1,10 +1,10 @@
-"""The Python side of tests/cli/pytorch_roundtrip_test.cpp: d2l's LeNet (§13.5) loads dptrain's
-model.pt with torch.load(weights_only=True), counts the test images it classifies correctly, and
-saves its own state_dict the way a Python user would.
+"""The Python side of tests/cli/model_file_test.cpp: d2l's LeNet (§13.5) loads dptrain's model.pt
+with torch.load, plain and with weights_only=True (torch_load.py), counts the test images it
+classifies correctly, and saves its own state_dict the way a Python user would.
 
     python3 d2l_roundtrip.py MODEL_PT DATA_DIR SAVE_AS
 
-prints one line of JSON: {"correct": C, "samples": N, "keys": [...]}.
+prints one line of JSON: {"correct": C, "samples": N, "keys": [...], "torch": its version}.
 """
 import gzip
 import json
@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import torch
 from torch import nn
+
+import torch_load
 
 
 def lenet():
@@ -32,7 +34,7 @@ def read_idx(path):
 
 
 def main(model_pt, data_dir, save_as):
-    state = torch.load(model_pt, weights_only=True)
+    state = torch_load.load(model_pt)
     assert type(state) in (dict, __import__("collections").OrderedDict), type(state)
     net = lenet()
     net.load_state_dict(state)  # strict: every key, every shape
@@ -45,7 +47,8 @@ def main(model_pt, data_dir, save_as):
         correct = sum(int((net(x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum())
                       for i in range(0, len(y), 1000))
     torch.save(net.state_dict(), save_as)  # an OrderedDict with _metadata
-    print(json.dumps({"correct": correct, "samples": len(y), "keys": list(state.keys())}))
+    print(json.dumps({"correct": correct, "samples": len(y), "keys": list(state.keys()),
+                      "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -143,6 +144,52 @@ ProcessResult run_dptrain(const std::string& args, const std::filesystem::path& 
 
 bool python_torch_present() {
   return run_program("/usr/bin/python3", "-c 'import torch, numpy'").status == 0;
+}
+
+namespace {
+
+// scripts/venv.sh's trust rule: the folder, bin/ and pyvenv.cfg this user's, no link, writable by
+// nobody else, and bin/python Debian's python3. A venv another user could have written to is not
+// run.
+bool venv_trusted(const std::filesystem::path& folder) {
+  for (const auto& path : {folder, folder / "bin", folder / "pyvenv.cfg"}) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode) || st.st_uid != ::geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return false;
+    }
+  }
+  std::error_code ec;
+  const std::string python = std::filesystem::canonical(folder / "bin" / "python", ec).string();
+  return !ec && python.rfind("/usr/bin/python3", 0) == 0;
+}
+
+}  // namespace
+
+std::filesystem::path venv_python() {
+  const char* venv = std::getenv("DPTRAIN_VENV");
+  const std::filesystem::path folder = venv && *venv ? venv : DPTRAIN_SOURCE_DIR "/.venv";
+  // ctest runs the tests in build/tests/: a relative DPTRAIN_VENV would name another folder than
+  // the one scripts/venv.sh made.
+  if (folder.is_relative()) {
+    throw std::runtime_error("DPTRAIN_VENV=" + folder.string() +
+                             " is relative: give its full path");
+  }
+  return venv_trusted(folder) ? folder / "bin" / "python" : std::filesystem::path();
+}
+
+std::vector<std::filesystem::path> pytorch_pythons() {
+  // Importing the venv's CUDA torch takes seconds: probe once a process.
+  static const std::vector<std::filesystem::path> pythons = [] {
+    std::vector<std::filesystem::path> found;
+    if (python_torch_present()) found.emplace_back("/usr/bin/python3");
+    if (!venv_python().empty() &&
+        run_program(venv_python(), "-I -c 'import torch, numpy'").status == 0) {
+      found.push_back(venv_python());
+    }
+    return found;
+  }();
+  return pythons;
 }
 
 int free_port() {

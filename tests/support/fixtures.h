@@ -75,6 +75,13 @@ bool process_ends(int pid, double timeout_s);
 // Whether Debian's python3-torch (with numpy) is installed: the tests that check files against
 // real PyTorch need it.
 bool python_torch_present();
+// The python of the project's venv (scripts/venv.sh): under DPTRAIN_VENV, else .venv/ in the
+// source tree. Empty when that venv is missing or not this user's alone (scripts/venv.sh's rule).
+std::filesystem::path venv_python();
+// The Pythons whose PyTorch the tests load dptrain's files with, and save theirs: Debian's
+// python3-torch (1.13) and, when the project's venv has it (scripts/venv.sh torch), PyPI's
+// torch 2.x. Empty when neither imports torch and numpy.
+std::vector<std::filesystem::path> pytorch_pythons();
 
 // A TCP port that nothing on this machine listens on right now.
 int free_port();

@@ -1,6 +1,5 @@
 #include "support/runs.h"
 
-#include <cstdlib>
 #include <sstream>
 
 #include "support/catch.h"
@@ -72,12 +71,12 @@ nlohmann::json read_events(const std::filesystem::path& run) {
 }
 
 std::string tensorboard_python() {
-  const char* venv = std::getenv("DPTRAIN_VENV");
-  const std::filesystem::path python =
-      std::filesystem::path(venv && *venv ? venv : DPTRAIN_SOURCE_DIR "/.venv") / "bin" / "python";
-  if (!std::filesystem::exists(python)) return "";
+  const std::filesystem::path python = venv_python();
+  if (python.empty()) return "";
   const auto probe =
-      run_program(python, "-c 'import tensorboard.backend.event_processing.data_provider'");
+      run_program(python,
+                  "-I -c 'import tensorboard.backend.event_processing.data_provider, "
+                  "tensorboard_data_server'");
   return probe.status == 0 ? python.string() : "";
 }
 

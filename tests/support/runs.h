@@ -33,8 +33,7 @@ bool python_event_reader_present();
 // wall_time], ...]}, "texts": ..., "file_version": ...}.
 nlohmann::json read_events(const std::filesystem::path& run);
 
-// The python of the project's venv (scripts/venv.sh: DPTRAIN_VENV, else .venv/ in the source
-// tree) when TensorBoard imports there; empty when it does not.
+// venv_python() (support/fixtures.h) when TensorBoard imports there; empty when it does not.
 std::string tensorboard_python();
 // The run's scalars as TensorBoard's own code shows them (tests/python/tensorboard_reads.py):
 // {"version": ..., "accumulator": {tag: [[step, value], ...]}, "provider": {...}}.
