@@ -53,6 +53,10 @@ void use_classic_store_server(StoreOptions& options) {
 #endif
 }
 
+// PyTorch 2.0 changed the TCPStore wire protocol (a VALIDATE query first, the query codes moved
+// by one). A 1.13 client's queries reach a 2.x server as other queries, and it never answers.
+constexpr bool kStoreSpeaksPre2Protocol = TORCH_VERSION_MAJOR < 2;
+
 // c10d::Store::clone(): a LibTorch after 2.6 added it to the interface (pure virtual, so every
 // store defines it); before, a store's clone() overrides nothing. CMake asks the headers
 // (build_features.h), since 2.6's lack it.

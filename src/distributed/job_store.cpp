@@ -5,6 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <future>
+#include <memory>
+#include <thread>
+
 #include "core/error.h"
 #include "core/timer.h"
 #include "core/torch_compat.h"
@@ -17,6 +22,26 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 
+// Whether `store` answers one query within `timeout`. A query that is never answered blocks in
+// recv without a timeout, so it runs on a thread of its own, left behind (holding the store) when
+// it does not return in time: the rank then ends with an error.
+bool answers_within(const c10::intrusive_ptr<c10d::Store>& store,
+                    std::chrono::milliseconds timeout) {
+  auto answered = std::make_shared<std::promise<void>>();
+  std::future<void> done = answered->get_future();
+  std::thread([store, answered] {
+    try {
+      store->add("dptrain/agent-store-probe", 0);
+      answered->set_value();
+    } catch (...) {
+      answered->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (done.wait_for(timeout) != std::future_status::ready) return false;
+  done.get();  // an error of the store's own (a closed connection) is said as that
+  return true;
+}
+
 // torchrun's agent store: a c10d TCPStore that torchrun serves.
 c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const StorePlan& plan,
                                                std::chrono::milliseconds timeout) {
@@ -28,7 +53,26 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
   core::compat::use_classic_store_server(options);
   const core::Stopwatch waited;
   try {
-    return c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+    auto store = c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+    // torchrun 2.x shares its rendezvous store with the ranks (TORCHELASTIC_USE_AGENT_STORE under
+    // --rdzv_backend c10d), which this LibTorch's client cannot speak to.
+    // A store answers in milliseconds: 30 s (or the job's timeout, if shorter) is plenty, where
+    // parallel.timeout_s's default would keep a user waiting 10 minutes for this error.
+    const auto probe = std::min(timeout, std::chrono::milliseconds(30000));
+    if (core::compat::kStoreSpeaksPre2Protocol && !answers_within(store, probe)) {
+      throw Error(ErrorCode::kDistributed,
+                  "rank " + std::to_string(info.rank) + ": torchrun's store at " + plan.host + ":" +
+                      std::to_string(plan.port) + " answered no query within " +
+                      std::to_string(probe.count() / 1000) +
+                      " s: a torchrun of PyTorch 2.x serves a store protocol that this dptrain "
+                      "(LibTorch " +
+                      core::compat::libtorch_version() + ") does not speak",
+                  "export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 before torchrun (the ranks then "
+                  "serve a store of their own), or build dptrain against that PyTorch");
+    }
+    return store;
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     const auto elapsed = std::chrono::milliseconds(static_cast<int64_t>(waited.seconds() * 1000));
     throw Error(ErrorCode::kDistributed,

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/torch_compat.h"
 #include "model/lenet.h"
 #include "model/state_dict.h"
 #include "support/fixtures.h"
@@ -323,4 +324,59 @@ TEST_CASE("the torchrun example that train's help prints trains on this machine'
   CHECK(run.status == 0);
   CHECK_THAT(run.out, ContainsSubstring("test acc: "));
   CHECK(summary_of(dir / "run").at("world_size") == 2);
+}
+
+TEST_CASE(
+    "under torchrun 2.x's shared store a dptrain of LibTorch 1.13 ends with an error that names "
+    "the way out, and trains once it is taken",
+    "[cli][ddp][torchrun]") {
+  const std::filesystem::path torchrun =
+      venv_python().empty() ? "" : venv_python().parent_path() / "torchrun";
+  if (torchrun.empty() || !std::filesystem::exists(torchrun)) {
+    DPTRAIN_SKIP("no torchrun 2.x in the project's venv (scripts/venv.sh torch)");
+  }
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 120, 40);
+  // --rdzv_backend c10d: torchrun 2.x then serves the ranks its rendezvous store.
+  std::vector<std::string> words = {torchrun.string(),
+                                    "--nnodes",
+                                    "1",
+                                    "--nproc_per_node",
+                                    "2",
+                                    "--rdzv_backend",
+                                    "c10d",
+                                    "--rdzv_endpoint",
+                                    "127.0.0.1:" + std::to_string(free_port()),
+                                    "--max_restarts",
+                                    "0",
+                                    "--no_python",
+                                    DPTRAIN_BINARY,
+                                    "train"};
+  for (const std::string& set :
+       {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=20"),
+        std::string("train.epochs=1"), std::string("runtime.threads=1"),
+        std::string("parallel.backend=ddp"), std::string("parallel.devices=[\"cpu\",\"cpu\"]"),
+        std::string("parallel.timeout_s=5")}) {
+    words.insert(words.end(), {"--set", set});
+  }
+  const auto shared = run_program(
+      "/bin/sh",
+      "-c " + shell_words({shell_words(words) + " --output " + (dir / "shared").string()}));
+  INFO(shared.err);
+  if (dptrain::core::compat::kStoreSpeaksPre2Protocol) {
+    CHECK(shared.status != 0);
+    CHECK_THAT(shared.err, ContainsSubstring("answered no query within 5 s: a torchrun of "
+                                             "PyTorch 2.x serves a store protocol"));
+    CHECK_THAT(shared.err, ContainsSubstring("export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"));
+    const auto own = run_program(
+        "/bin/sh",
+        "-c " + shell_words({shell_words(words) + " --output " + (dir / "own").string()}), {},
+        {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"});
+    INFO(own.err);
+    CHECK(own.status == 0);
+    CHECK(summary_of(dir / "own").at("world_size") == 2);
+  } else {
+    CHECK(shared.status == 0);  // the same protocol on both sides
+    CHECK(summary_of(dir / "shared").at("world_size") == 2);
+  }
 }
