@@ -1,9 +1,10 @@
 // Every example that dptrain prints (the Examples of `dptrain help` and of each subcommand's
-// help) and every command in the README and docs/*.md (their indented shell lines) is run here as
-// printed, through /bin/sh, in a scratch folder: `dptrain` and `build/dptrain` are the built
-// binary, configs/ and scripts/ the project's, DPTRAIN_DATA_DIR a tiny data set, so that the
-// default experiment's 10 epochs take seconds. The files an example reads before any example
-// wrote them (runs/X/model.pt, runs/d2l-lenet/*, shoe.png ...) are made first.
+// help) and every command in the README and docs/*.md (every line of their indented and fenced
+// blocks but printed output) is run here as printed, through /bin/sh, in a scratch folder:
+// `dptrain` and `build/dptrain` are the built binary, configs/ a copy of the project's, scripts/
+// the project's, DPTRAIN_DATA_DIR a tiny data set, so that the default experiment's 10 epochs
+// take a second. The files an example reads before any example wrote them (runs/X/model.pt,
+// runs/d2l-lenet/*, shoe.png ...) are made first.
 //
 // An example this machine cannot run (a SLURM cluster, several machines, the GPU machine, hours
 // of training) is named with its reason in the test's output. A command the rules below do not
