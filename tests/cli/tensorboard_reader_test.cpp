@@ -66,10 +66,15 @@ nlohmann::json steps_and_values(const nlohmann::json& file_points) {
 }
 
 // Each of TensorBoard's readers shows exactly the file's scalars, whose steps only grow, and each
-// epoch figure is metrics.jsonl's at the epoch's last step.
+// epoch figure is metrics.jsonl's at the epoch's last step; its text plugin shows the file's
+// config text.
 void check_tensorboard_shows_the_run(const std::filesystem::path& run) {
   const nlohmann::json shown = read_with_tensorboard(run);
-  const nlohmann::json file = read_events(run).at("scalars");
+  const nlohmann::json events = read_events(run);
+  const nlohmann::json& file = events.at("scalars");
+  // The config text once, at step 0, as the text plugin shows it: the file's own.
+  REQUIRE(events.at("texts").at("config").size() == 1);
+  CHECK(shown.at("texts") == events.at("texts"));
   INFO("TensorBoard " << shown.at("version").get<std::string>());
   // Version 2: the Python readers purge nothing, so a step written twice would show twice there.
   CHECK(shown.at("file_version") == 2.0);

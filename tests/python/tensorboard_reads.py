@@ -13,7 +13,8 @@ Three readers, since TensorBoard has three paths to a scalar:
   (dptrain's "brain.Event:2") neither Python reader purges anything: a repeated step shows twice.
 
 Prints JSON {"version": ..., "file_version": ..., "data_server": {tag: [[step, value], ...]},
-"provider": {...}, "accumulator": {...}}.
+"provider": {...}, "accumulator": {...}, "texts": {tag: [[step, text], ...]}}, the texts as the
+text plugin reads them through the Python data provider.
 
     .venv/bin/python tensorboard_reads.py RUN_FOLDER
 """
@@ -28,6 +29,7 @@ from tensorboard.data import provider as data_api
 from tensorboard.data import server_ingester
 from tensorboard.util import grpc_util
 from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.plugins.text import metadata as text_metadata
 
 
 def accumulator_scalars(run_dir):
@@ -67,18 +69,33 @@ def data_server_scalars(run_dir, expected_points):
         time.sleep(0.2)
 
 
-def provider_scalars(run_dir):
-    multiplexer = plugin_event_multiplexer.EventMultiplexer(tensor_size_guidance={"scalars": 0})
+def read_all_texts(provider, ctx):
+    """Every text record (the text plugin's string tensors) of the run, by tag: [[step, text]]."""
+    listed = provider.list_tensors(ctx, experiment_id="", plugin_name=text_metadata.PLUGIN_NAME)
+    if "run" not in listed:
+        return {}
+    read = provider.read_tensors(ctx, experiment_id="", plugin_name=text_metadata.PLUGIN_NAME,
+                                 downsample=10**9,
+                                 run_tag_filter=data_api.RunTagFilter(["run"], list(listed["run"])))
+    return {tag: [[p.step, p.numpy.item().decode("utf-8")] for p in points]
+            for tag, points in read["run"].items()}
+
+
+def provider_reads(run_dir):
+    multiplexer = plugin_event_multiplexer.EventMultiplexer(
+        tensor_size_guidance={"scalars": 0, text_metadata.PLUGIN_NAME: 0})
     multiplexer.AddRun(run_dir, name="run")
     multiplexer.Reload()
     provider = data_provider.MultiplexerDataProvider(multiplexer, run_dir)
-    return read_all_scalars(provider, context.RequestContext())
+    ctx = context.RequestContext()
+    return read_all_scalars(provider, ctx), read_all_texts(provider, ctx)
 
 
 def main(run_dir):
     file_version, accumulator = accumulator_scalars(run_dir)
+    provider, texts = provider_reads(run_dir)
     print(json.dumps({"version": version.VERSION, "file_version": file_version,
-                      "accumulator": accumulator, "provider": provider_scalars(run_dir),
+                      "accumulator": accumulator, "provider": provider, "texts": texts,
                       "data_server": data_server_scalars(
                           run_dir, sum(map(len, accumulator.values())))}))
 

@@ -36,7 +36,8 @@ nlohmann::json read_events(const std::filesystem::path& run);
 // venv_python() (support/fixtures.h) when TensorBoard imports there; empty when it does not.
 std::string tensorboard_python();
 // The run's scalars as TensorBoard's own code shows them (tests/python/tensorboard_reads.py):
-// {"version": ..., "accumulator": {tag: [[step, value], ...]}, "provider": {...}}.
+// {"version": ..., "file_version": ..., "data_server"|"provider"|"accumulator": {tag: [[step,
+// value], ...]}, "texts": {tag: [[step, text], ...]}}.
 nlohmann::json read_with_tensorboard(const std::filesystem::path& run);
 
 // The largest difference between matching tensors, relative to the largest magnitude in `b`'s
