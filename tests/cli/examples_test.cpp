@@ -10,6 +10,7 @@
 // of training) is named with its reason in the test's output. A command the rules below do not
 // know fails the test, so that a new example is run, or its reason written down, before it ships.
 // Fenced ```python blocks are fragments, not commands: tests/python/ runs what they describe.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -255,6 +256,24 @@ void make_what_they_read(const Scratch& scratch, const std::vector<std::string>&
   if (reads(images)) fs::copy_file(scratch.root / "data" / images, scratch.work / images);
 }
 
+// An `ls FOLDER  # name name ...` example says what the folder holds: each name (a '*' ends a
+// prefix) must be in what ls printed, and nothing else.
+void check_listed(const std::string& command, const std::string& listed) {
+  const size_t comment = command.find(" #");
+  if (!starts_with(command, "ls ") || comment == std::string::npos) return;
+  const std::vector<std::string> printed = words_of(listed);
+  const std::vector<std::string> said = words_of(command.substr(comment + 2));
+  for (const std::string& name : said) {
+    const std::string prefix = name.substr(0, name.find('*'));
+    const auto found = std::find_if(printed.begin(), printed.end(), [&](const std::string& p) {
+      return name.find('*') == std::string::npos ? p == name : starts_with(p, prefix);
+    });
+    INFO(command << " printed: " << listed);
+    CHECK(found != printed.end());
+  }
+  CHECK(printed.size() == said.size());
+}
+
 // A scratch folder with the tiny data set, dptrain on PATH and as build/dptrain, and copies of
 // the project's configs/ (an example could write there) and scripts/.
 void set_up(Scratch& scratch) {
@@ -294,6 +313,7 @@ size_t run_examples(const std::string& source, const std::vector<std::string>& c
     const ProcessResult run = run_in(scratch, command);
     INFO(source << ": " << command << "\n" << run.out << run.err);
     CHECK(run.status == 0);
+    check_listed(command, run.out);
   }
   return runnable.size();
 }
