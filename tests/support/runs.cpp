@@ -71,13 +71,17 @@ nlohmann::json read_events(const std::filesystem::path& run) {
 }
 
 std::string tensorboard_python() {
-  const std::filesystem::path python = venv_python();
-  if (python.empty()) return "";
-  const auto probe =
-      run_program(python,
-                  "-I -c 'import tensorboard.backend.event_processing.data_provider, "
-                  "tensorboard_data_server'");
-  return probe.status == 0 ? python.string() : "";
+  // Each test asks twice (whether to skip, then to read): probe once a process.
+  static const std::string found = [] {
+    const std::filesystem::path python = venv_python();
+    if (python.empty()) return std::string();
+    const auto probe =
+        run_program(python,
+                    "-I -c 'import tensorboard.backend.event_processing.data_provider, "
+                    "tensorboard_data_server'");
+    return probe.status == 0 ? python.string() : std::string();
+  }();
+  return found;
 }
 
 nlohmann::json read_with_tensorboard(const std::filesystem::path& run) {
