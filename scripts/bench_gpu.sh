@@ -43,50 +43,23 @@ mkdir -p "$out/logs"
 figures=$work/figures
 mkdir -p "$figures"
 
-# dptrain_run TAG R [--set ...]: one run of d2l_1gpu into $figures/dptrain-TAG-R.
-dptrain_run() {
-  local tag=$1 r=$2
-  shift 2
-  "$bin" train --config "$root/configs/d2l_1gpu.json" --set data.dir="$data_dir" \
-    --set train.epochs="$epochs" "$@" --output "$figures/dptrain-$tag-$r" \
-    >"$out/logs/dptrain-$tag-$r.log" 2>&1 && return
-  # A failed run is left out of the table (and said here): the other figures still count.
-  echo "bench_gpu: dptrain $tag run $r failed (log: $out/logs/dptrain-$tag-$r.log)" >&2
-  tail -n 20 "$out/logs/dptrain-$tag-$r.log" >&2
-  rm -rf "$figures/dptrain-$tag-$r"
-}
-
-# peer_run NAME R SCRIPT [ARGS...]: one run of a peer; its last line (JSON) to $figures.
-peer_run() {
-  local name=$1 r=$2 script=$3
-  shift 3
-  if (cd "$root/scripts/bench" && "$PYTHON" "$script" --data "$data_dir" --epochs "$epochs" "$@") \
-    >"$out/logs/peer-$name-$r.log" 2>&1; then
-    # The peer's last line that is a JSON object: libraries may print after it.
-    grep '^{' "$out/logs/peer-$name-$r.log" | tail -n 1 >"$figures/peer-$name-$r.json"
-  else
-    echo "bench_gpu: $name failed (log: $out/logs/peer-$name-$r.log)" >&2
-    tail -n 5 "$out/logs/peer-$name-$r.log" >&2
-  fi
-}
-
 machine_line
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 "$bin" info | grep -E '^(libtorch|cuda|cudnn|nccl):'
 echo "settings: $epochs epochs a run, $repeats runs of dptrain's fp32 batch 256 and of each peer"
 for ((r = 1; r <= repeats; r++)); do
-  dptrain_run b256 "$r"
+  dptrain_run d2l_1gpu.json b256 "$r" --set train.epochs="$epochs"
   if [[ $peers -eq 1 ]]; then
-    peer_run d2l "$r" d2l_lenet.py --device cuda:0
-    peer_run torch-ddp-nccl "$r" torch_ddp.py --device cuda --world 1 --workers 4
-    peer_run lightning "$r" lightning_lenet.py --accelerator gpu
-    peer_run plain-cuda-graph "$r" fast_lenet.py --mode graph
-    peer_run plain-torch-compile "$r" fast_lenet.py --mode compile
+    peer_run d2l "$r" d2l_lenet.py --epochs "$epochs" --device cuda:0
+    peer_run torch-ddp-nccl "$r" torch_ddp.py --epochs "$epochs" --device cuda --world 1 --workers 4
+    peer_run lightning "$r" lightning_lenet.py --epochs "$epochs" --accelerator gpu
+    peer_run plain-cuda-graph "$r" fast_lenet.py --epochs "$epochs" --mode graph
+    peer_run plain-torch-compile "$r" fast_lenet.py --epochs "$epochs" --mode compile
   fi
   echo "run $r of $repeats done" >&2
 done
-dptrain_run b1024 1 --set data.batch_size=1024
-dptrain_run bf16 1 --set precision=bf16
-"$PYTHON" "$root/scripts/bench/gpu_figures.py" "$figures" "$out/bench_gpu.json" |
+dptrain_run d2l_1gpu.json b1024 1 --set train.epochs="$epochs" --set data.batch_size=1024
+dptrain_run d2l_1gpu.json bf16 1 --set train.epochs="$epochs" --set precision=bf16
+"$PYTHON" "$root/scripts/bench/figures.py" "$figures" "$out/bench_gpu.json" --base b256 --gpu |
   tee "$out/bench_gpu.md"
 echo "wrote $out/bench_gpu.md and $out/bench_gpu.json" >&2

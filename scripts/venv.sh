@@ -7,6 +7,8 @@
 #                                  torch        PyPI's torch 2.x (its CUDA build, about 5 GB) and
 #                                               numpy: the suite's PyTorch tests then load
 #                                               dptrain's files with it too
+#                                  peers        torch 2.x, torchvision, Lightning and the d2l
+#                                               package: scripts/bench_peers.sh's peers
 #
 # Prints the venv's python on stdout. A package already importable is not fetched again. When
 # PyPI (or apt, for python3-venv) does not answer, says so and exits 0 (the tests that need the
@@ -22,10 +24,18 @@ groups=("${@:-tensorboard}")
 declare -A packages=(
   [tensorboard]="tensorboard==2.21.*"
   [torch]="torch>=2.6 numpy"
+  [peers]="torch>=2.6 numpy torchvision lightning matplotlib matplotlib-inline pandas requests ipython scipy"
+)
+# Installed after its group, without dependencies: d2l 1.0.3 pins numpy 1.23.5 (and jupyter,
+# pandas, scipy ...), which torch 2.x's numpy bridge cannot use. Its own code runs on the newer
+# versions the group above installs; the book's code needs nothing else.
+declare -A unpinned=(
+  [peers]="d2l==1.0.3"
 )
 declare -A imports=(
   [tensorboard]="tensorboard.backend.event_processing.data_provider, tensorboard_data_server"
   [torch]="torch, numpy"
+  [peers]="torch, torchvision, lightning, d2l.torch"
 )
 
 give_up() {
@@ -81,6 +91,11 @@ for group in "${groups[@]}"; do
   python -m pip install --quiet --disable-pip-version-check --no-input --timeout 15 --retries 1 \
     ${packages[$group]} >&2 ||
     give_up "pip could not install ${packages[$group]} (does this machine reach PyPI?)"
+  if [[ -v unpinned[$group] ]]; then
+    python -m pip install --quiet --disable-pip-version-check --no-input --timeout 15 \
+      --retries 1 --no-deps "${unpinned[$group]}" >&2 ||
+      give_up "pip could not install ${unpinned[$group]} (does this machine reach PyPI?)"
+  fi
   # pip's settings (PIP_TARGET, a pip.conf's prefix) can put packages elsewhere: look again.
   imports_all "$group" || give_up "pip installed ${packages[$group]}, but not into $venv"
 done

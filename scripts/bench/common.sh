@@ -1,6 +1,7 @@
 # Shared by the bench scripts: build, find the data as dptrain does, run dptrain and read its
 # figures (sec/epoch, the all-reduce wait), medians. Source it after setting `root`; it sets
-# `bin`, `data_dir`, `py` and `work`.
+# `bin`, `data_dir`, `py` and `work`. The side-by-side benches (bench_gpu.sh, bench_peers.sh)
+# also run peers and dptrain into `$figures` with logs in `$out/logs`, which they set.
 "$root/scripts/build.sh"
 bin=${BUILD_DIR:-$root/build}/dptrain
 # dptrain's own lookup (data/README.md), so that every program reads the same files.
@@ -39,4 +40,45 @@ print(sum(r["comm_wait_sec"] for r in rows) / sum(r["train_sec"] for r in rows))
 
 median() {
   printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'
+}
+
+# measured NAME COMMAND...: runs COMMAND, its peak resident set size (KiB, the largest single
+# process of the run) into $figures/NAME.rss where GNU time is installed.
+measured() {
+  local name=$1
+  shift
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -f %M -o "$figures/$name.rss" "$@"
+  else
+    "$@"
+  fi
+}
+
+# peer_run NAME R SCRIPT [ARGS...]: one run of a peer script of scripts/bench with $PYTHON, its
+# log in $out/logs, its last line (JSON) in $figures/peer-NAME-R.json. A failed peer is said
+# and left out of the table: the other figures still count.
+peer_run() {
+  local name=$1 r=$2 script=$3
+  shift 3
+  if (cd "$root/scripts/bench" && measured "peer-$name-$r" "$PYTHON" "$script" --data "$data_dir" "$@") \
+    >"$out/logs/peer-$name-$r.log" 2>&1; then
+    # The peer's last line that is a JSON object: libraries may print after it.
+    grep '^{' "$out/logs/peer-$name-$r.log" | tail -n 1 >"$figures/peer-$name-$r.json"
+  else
+    echo "bench: $name failed (log: $out/logs/peer-$name-$r.log)" >&2
+    tail -n 5 "$out/logs/peer-$name-$r.log" >&2
+  fi
+}
+
+# dptrain_run CONFIG TAG R [--set ...]: one run of configs/CONFIG into $figures/dptrain-TAG-R,
+# its log in $out/logs. A failed run is said and left out of the table.
+dptrain_run() {
+  local config=$1 tag=$2 r=$3
+  shift 3
+  measured "dptrain-$tag-$r" "$bin" train --config "$root/configs/$config" \
+    --set data.dir="$data_dir" "$@" --output "$figures/dptrain-$tag-$r" \
+    >"$out/logs/dptrain-$tag-$r.log" 2>&1 && return
+  echo "bench: dptrain $tag run $r failed (log: $out/logs/dptrain-$tag-$r.log)" >&2
+  tail -n 20 "$out/logs/dptrain-$tag-$r.log" >&2
+  rm -rf "$figures/dptrain-$tag-$r"
 }

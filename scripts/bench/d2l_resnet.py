@@ -70,6 +70,10 @@ def main():
     ap.add_argument("--workers", type=int, default=4, help="d2l.get_dataloader_workers()")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="steps run before the timed --steps (compiling falls into them)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile(net), its default mode (PyTorch 2.x)")
     args = ap.parse_args()
     # Here, not at the top: the data loading needs torchvision, which the suite's import of
     # resnet18() does without.
@@ -85,24 +89,31 @@ def main():
 
     net.apply(init_weights)
     trainer = torch.optim.SGD(net.parameters(), args.lr)
+    model = torch.compile(net) if args.compile else net  # compiles in its first step
     loss = nn.CrossEntropyLoss()
     with tempfile.TemporaryDirectory() as root:
         stage_fashion_mnist(args.data, root)
         train_iter, _ = load_data_fashion_mnist(args.batch_size, root, args.workers)
         net.train()
-        steps = 0
+        steps, warm_secs = 0, 0.0
         start = time.perf_counter()
         for X, y in train_iter:
             trainer.zero_grad()
-            l = loss(net(X), y)
+            l = loss(model(X), y)
             l.backward()
             trainer.step()
             steps += 1
-            if steps == args.steps:
+            if steps == args.warmup:  # the steps after these are timed on their own
+                warm_secs = time.perf_counter() - start
+                start = time.perf_counter()
+            if steps == args.warmup + args.steps:
                 break
         secs = time.perf_counter() - start
+        steps -= args.warmup
     print(json.dumps({"steps": steps, "secs": secs, "samples_per_sec": steps * args.batch_size / secs,
-                      "threads": args.threads, "torch": torch.__version__}))
+                      "warmup_steps": args.warmup, "warmup_secs": warm_secs,
+                      "threads": args.threads, "torch": torch.__version__,
+                      "mode": "compile" if args.compile else "eager"}))
 
 
 if __name__ == "__main__":

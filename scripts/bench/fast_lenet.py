@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The fastest plain PyTorch loop for d2l §13.5's LeNet on one GPU: the peer dptrain's GPU path
-has to beat (scripts/bench_gpu.sh).
+"""The fastest plain PyTorch loop for d2l §13.5's LeNet: the peer dptrain has to beat on one GPU
+(scripts/bench_gpu.sh) and on the CPU (scripts/bench_peers.sh).
 
 The same LeNet as dptrain's (torch_ddp.lenet), batch 256, SGD at lr 0.2 on the mean
 cross-entropy. Fashion-MNIST lives on the GPU as float32 and is shuffled there each epoch; each
 full batch's whole step (forward, loss, backward, SGD's update) is one CUDA graph replay
 (--mode graph, the default on a GPU), or torch.compile(mode="reduce-overhead") with its own CUDA
-graphs (--mode compile), or plain eager PyTorch (--mode eager, the only one on a CPU). The last,
-partial batch of an epoch runs eagerly. Each epoch's training loop is timed after a
+graphs (--mode compile; on a CPU, torch.compile's default mode), or plain eager PyTorch (--mode
+eager, the default on a CPU). The last, partial batch of an epoch runs eagerly, except under
+compile, where it is compiled too (once, in the first epoch). Each epoch's training loop is timed after a
 synchronize. Prints one JSON object on its last line.
 """
 import argparse
@@ -64,11 +65,14 @@ def main():
     ap.add_argument("--lr", type=float, default=0.2)
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--mode", choices=["graph", "compile", "eager"], default=None)
+    ap.add_argument("--threads", type=int, default=None, help="intra-op threads on a CPU")
     args = ap.parse_args()
     device = torch.device(args.device)
     mode = args.mode or ("graph" if device.type == "cuda" else "eager")
-    if mode != "eager" and device.type != "cuda":
-        ap.error(f"--mode {mode} needs a GPU")
+    if mode == "graph" and device.type != "cuda":
+        ap.error("--mode graph needs a GPU")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as root:
         stage_fashion_mnist(args.data, root)
@@ -78,7 +82,9 @@ def main():
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
     # Warm-up steps change the weights: the timed run starts from these, as d2l's does from its
     # own initialisation. A fresh net afterwards would need a fresh capture.
-    model = torch.compile(net, mode="reduce-overhead") if mode == "compile" else net
+    # reduce-overhead is CUDA graphs; a CPU has none, so there it compiles in the default mode.
+    compile_mode = "reduce-overhead" if device.type == "cuda" else "default"
+    model = torch.compile(net, mode=compile_mode) if mode == "compile" else net
     if mode == "graph":
         static_x, static_y, graph = graphed_step(net, optimizer, images, labels, args.batch_size)
     n, b = images.shape[0], args.batch_size
