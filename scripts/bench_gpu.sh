@@ -12,8 +12,8 @@
 #
 # dptrain runs configs/d2l_1gpu.json (fp32, batch 256) R times, runs alternating with the peers',
 # and once each at batch 1024 and in bf16. Prints a table of ms/epoch (the median over a run's
-# epochs, then over runs), samples/s, test accuracy, peak GPU memory and each peer's time over
-# dptrain's; writes it as OUT/bench_gpu.md, the figures as OUT/bench_gpu.json, and every run's
+# epochs after its first, then over runs: bench/figures.py), samples/s, test accuracy, peak GPU
+# memory and dptrain's speed-up over each peer (their time over its); writes it as OUT/bench_gpu.md, the figures as OUT/bench_gpu.json, and every run's
 # log under OUT/logs (OUT defaults to runs/bench-gpu-<date>).
 #
 # Needs a CUDA build of dptrain (BUILD_DIR; on the GPU machine: source .device/env.sh and set

@@ -9,8 +9,8 @@
 #   dptrain ddp, 2 ranks x 1 thread, Gloo   against  PyTorch's DDP and Lightning's DDP, the same;
 #   dptrain single on d2l §13.6's ResNet-18 against  PyTorch 2.x eager and torch.compile
 #                                                    (bench/d2l_resnet.py), steps at a small batch.
-# Every run of a repeat runs before the next repeat starts, so that drift in the machine's speed
-# hits every side alike.
+# Each repeat runs every side once, in a random order, so that drift in the machine's speed hits
+# every side alike.
 #
 #   scripts/bench_peers.sh [--epochs E] [--repeats R] [--threads N] [--resnet-steps S]
 #                          [--resnet-batch B] [--out DIR]
@@ -19,8 +19,8 @@
 # 200 timed steps of batch 32. Prints the versions and a table of ms/epoch (the median of a run's
 # epochs after its first, then over runs), samples/s, test accuracy, peak RSS (of the run's largest
 # process) and dptrain's speed-up over each peer (its samples/s over theirs). The ResNet rows are
-# samples/s over the timed steps: dptrain's second epoch of S steps, the peers' S steps after 3
-# warm-up steps (where torch.compile compiles; their logs give the warm-up's seconds). Writes
+# samples/s over the timed steps: dptrain's second epoch of S steps, the peers' S steps after 20
+# warm-up steps (where torch.compile compiles; their JSON gives the warm-up's seconds). Writes
 # OUT/bench_peers.md and .json and every run's log under OUT/logs (OUT: runs/bench-peers-<date>).
 #
 # The peers come from the project's venv (scripts/venv.sh peers: torch 2.x, torchvision,
@@ -50,41 +50,43 @@ figures=$work/figures
 mkdir -p "$figures"
 half=$((threads / 2 > 0 ? threads / 2 : 1))
 
-lenet_runs() {  # lenet_runs R: dptrain single and its peers, one run each
-  local r=$1
-  dptrain_run d2l.json single "$r" --set parallel.devices=cpu --set runtime.threads="$threads" \
-    --set train.epochs="$epochs"
-  peer_run d2l "$r" d2l_lenet.py --epochs "$epochs" --threads "$threads"
-  # Lightning with as many loader workers as PyTorch's DataLoader suggests here (one a core);
-  # d2l's code keeps its own 4 (d2l.get_dataloader_workers()), as its readers run it.
-  peer_run lightning "$r" lightning_lenet.py --epochs "$epochs" --accelerator cpu \
-    --threads "$threads" --workers "$(nproc)"
-  peer_run torch-eager "$r" fast_lenet.py --epochs "$epochs" --device cpu --mode eager \
-    --threads "$threads"
-  peer_run torch-compile "$r" fast_lenet.py --epochs "$epochs" --device cpu --mode compile \
-    --threads "$threads"
-}
-
-ddp_runs() {  # ddp_runs R: dptrain ddp and its peers, 2 ranks of $half threads each
-  local r=$1
-  dptrain_run d2l.json ddp "$r" --set parallel.backend=ddp --set 'parallel.devices=["cpu","cpu"]' \
-    --set runtime.threads="$half" --set train.epochs="$epochs"
-  peer_run ddp-torch "$r" torch_ddp.py --epochs "$epochs" --world 2 --threads "$half"
-  peer_run ddp-lightning "$r" lightning_lenet.py --epochs "$epochs" --accelerator cpu \
-    --devices 2 --threads "$half" --workers "$half"
-}
-
-resnet_runs() {  # resnet_runs R: dptrain's ResNet-18 and PyTorch's, eager and compiled
-  local r=$1
-  dptrain_run d2l.json resnet "$r" --set model.name=resnet18 --set optimizer.lr=0.1 \
-    --set data.batch_size="$resnet_batch" --set train.epochs=2 \
-    --set train.limit_train_batches="$resnet_steps" --set train.limit_eval_batches=1 \
-    --set checkpoint.every_epochs=0 --set parallel.devices=cpu --set runtime.threads="$threads"
-  local resnet=(d2l_resnet.py --steps "$resnet_steps" --warmup 3 --batch-size "$resnet_batch"
+# one_run NAME R: one run of one side. d2l's code keeps its own loader (4 workers:
+# d2l.get_dataloader_workers()), as its readers run it; Lightning single gets one worker a thread
+# (PyTorch's DataLoader warns above one a core); the ddp peers keep the DataLoader's default of
+# none, as dptrain's ranks have no loader processes either.
+one_run() {
+  local r=$2 lenet=(--epochs "$epochs" --threads "$threads")
+  local resnet=(d2l_resnet.py --steps "$resnet_steps" --warmup 20 --batch-size "$resnet_batch"
     --threads "$threads" --workers 2)
-  peer_run resnet-torch-eager "$r" "${resnet[@]}"
-  peer_run resnet-torch-compile "$r" "${resnet[@]}" --compile
+  case "$1" in
+    dptrain) dptrain_run d2l.json single "$r" --set parallel.devices=cpu \
+               --set runtime.threads="$threads" --set train.epochs="$epochs" ;;
+    d2l) peer_run d2l "$r" d2l_lenet.py "${lenet[@]}" ;;
+    lightning) peer_run lightning "$r" lightning_lenet.py "${lenet[@]}" --accelerator cpu \
+                 --workers "$threads" ;;
+    torch-eager) peer_run torch-eager "$r" fast_lenet.py "${lenet[@]}" --device cpu --mode eager ;;
+    torch-compile) peer_run torch-compile "$r" fast_lenet.py "${lenet[@]}" --device cpu \
+                     --mode compile ;;
+    dptrain-ddp) dptrain_run d2l.json ddp "$r" --set parallel.backend=ddp \
+                   --set 'parallel.devices=["cpu","cpu"]' --set runtime.threads="$half" \
+                   --set train.epochs="$epochs" ;;
+    ddp-torch) peer_run ddp-torch "$r" torch_ddp.py --epochs "$epochs" --world 2 \
+                 --threads "$half" --workers 0 ;;
+    ddp-lightning) peer_run ddp-lightning "$r" lightning_lenet.py --epochs "$epochs" \
+                     --accelerator cpu --devices 2 --threads "$half" --workers 0 ;;
+    # dptrain's ResNet runs 2 epochs of S steps and is timed on the second; the peers' S steps
+    # come after 20 warm-up steps (torch.compile compiles in the first).
+    dptrain-resnet) dptrain_run d2l.json resnet "$r" --set model.name=resnet18 \
+                      --set optimizer.lr=0.1 --set data.batch_size="$resnet_batch" \
+                      --set train.epochs=2 --set train.limit_train_batches="$resnet_steps" \
+                      --set train.limit_eval_batches=1 --set checkpoint.every_epochs=0 \
+                      --set parallel.devices=cpu --set runtime.threads="$threads" ;;
+    resnet-torch-eager) peer_run resnet-torch-eager "$r" "${resnet[@]}" ;;
+    resnet-torch-compile) peer_run resnet-torch-compile "$r" "${resnet[@]}" --compile ;;
+  esac
 }
+sides=(dptrain d2l lightning torch-eager torch-compile dptrain-ddp ddp-torch ddp-lightning
+  dptrain-resnet resnet-torch-eager resnet-torch-compile)
 
 machine_line
 "$bin" info | grep -E '^(dptrain|libtorch)'
@@ -94,9 +96,11 @@ print("peers: python", sys.version.split()[0], *(f"{p} {m.version(p)}" for p in
 echo "settings: $threads threads, $epochs epochs a LeNet run, ResNet-18 $resnet_steps steps of" \
   "batch $resnet_batch, $repeats repeats"
 for ((r = 1; r <= repeats; r++)); do
-  lenet_runs "$r"
-  ddp_runs "$r"
-  resnet_runs "$r"
+  # Every side once a repeat, in a fresh random order, so that drift in the machine's speed
+  # lands on no side more than another.
+  for side in $(printf '%s\n' "${sides[@]}" | shuf); do
+    one_run "$side" "$r"
+  done
   echo "repeat $r of $repeats done" >&2
 done
 "$PYTHON" "$root/scripts/bench/figures.py" "$figures" "$out/bench_peers.json" --base single \

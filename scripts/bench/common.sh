@@ -60,14 +60,16 @@ measured() {
 peer_run() {
   local name=$1 r=$2 script=$3
   shift 3
+  local log=$out/logs/peer-$name-$r.log
+  # The peer's last line that is a JSON object: libraries may print after it.
   if (cd "$root/scripts/bench" && measured "peer-$name-$r" "$PYTHON" "$script" --data "$data_dir" "$@") \
-    >"$out/logs/peer-$name-$r.log" 2>&1; then
-    # The peer's last line that is a JSON object: libraries may print after it.
-    grep '^{' "$out/logs/peer-$name-$r.log" | tail -n 1 >"$figures/peer-$name-$r.json"
-  else
-    echo "bench: $name failed (log: $out/logs/peer-$name-$r.log)" >&2
-    tail -n 5 "$out/logs/peer-$name-$r.log" >&2
+    >"$log" 2>&1 && grep '^{' "$log" | tail -n 1 >"$figures/peer-$name-$r.json" &&
+    [[ -s $figures/peer-$name-$r.json ]]; then
+    return
   fi
+  rm -f "$figures/peer-$name-$r.json"
+  echo "bench: $name failed or printed no figures (log: $log)" >&2
+  tail -n 5 "$log" >&2
 }
 
 # dptrain_run CONFIG TAG R [--set ...]: one run of configs/CONFIG into $figures/dptrain-TAG-R,

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """d2l.ai §13.6 ("Concise Implementation for Multiple GPUs") on one CPU, as the book trains it.
 
-The book's resnet18 (d2l.Residual with Lazy layers, inlined: the d2l package is not in Debian),
-its init_weights (N(0, 0.01^2) for Linear and Conv2d weights), SGD, nn.CrossEntropyLoss,
-torchvision's FashionMNIST with ToTensor and DataLoader(shuffle=True, num_workers). The book wraps
-the net in nn.DataParallel, which on no GPU is the net itself. Trains --steps batches (the
-first one, which materialises nothing here but warms the allocator, is timed too, as dptrain's
-epoch timer counts its first step) and prints one JSON object on its last line. The baseline that
-scripts/bench_resnet.sh runs beside dptrain; tests/python/d2l_resnet_roundtrip.py builds its net
+The book's resnet18 (d2l.Residual with Lazy layers, inlined: Debian has no d2l package, and the
+suite builds this net without one), its init_weights (N(0, 0.01^2) for Linear and Conv2d
+weights), SGD, nn.CrossEntropyLoss, torchvision's FashionMNIST with ToTensor and
+DataLoader(shuffle=True, num_workers). The book wraps the net in nn.DataParallel, which on no GPU
+is the net itself. Trains --warmup batches, then times --steps more, and prints one JSON object
+on its last line. Without a warm-up the first step, which materialises nothing here but warms
+the allocator, is timed too, as dptrain's epoch timer counts its first step; with --compile
+(PyTorch 2.x), compilation falls into the warm-up. The baseline that scripts/bench_resnet.sh and
+scripts/bench_peers.sh run beside dptrain; tests/python/d2l_resnet_roundtrip.py builds its net
 from resnet18() here, so that the suite and the benchmark hold one copy of d2l's code.
 """
 import argparse

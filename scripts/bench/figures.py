@@ -49,9 +49,10 @@ def dptrain_runs(work):
             print(f"figures: {folder} left out: {e}", file=sys.stderr)
             continue
         peaks = [max(e.get("peak_gpu_bytes") or [0]) for e in epochs]
+        sec = steady([e["train_sec"] for e in epochs])
         runs.setdefault(tag, []).append({
-            "sec_per_epoch": steady([e["train_sec"] for e in epochs]),
-            "samples_per_sec": steady([e["train_samples"] / e["train_sec"] for e in epochs]),
+            "sec_per_epoch": sec,
+            "samples_per_sec": epochs[-1]["train_samples"] / sec,
             "test_acc": summary["test_acc"],
             "epochs": len(epochs),
             "peak_gpu_bytes": max(peaks) or None,
@@ -67,6 +68,8 @@ def peer_runs(work):
         name = re.sub(r"-\d+\.json$", "", os.path.basename(path)[len("peer-"):])
         try:
             record = json.load(open(path))
+            if "epoch_secs" not in record and "samples_per_sec" not in record:
+                raise ValueError("neither epoch_secs nor samples_per_sec in its last JSON line")
         except ValueError as e:
             print(f"figures: {path} left out: {e}", file=sys.stderr)
             continue
@@ -81,7 +84,8 @@ def peer_runs(work):
             run["epochs"] = len(record["epoch_secs"])
         else:
             run.update(sec_per_epoch=None, samples_per_sec=record["samples_per_sec"],
-                       epochs=None, steps=record["steps"], warmup_secs=record.get("warmup_secs"))
+                       epochs=None, steps=record.get("steps"),
+                       warmup_secs=record.get("warmup_secs"))
         runs.setdefault(name, []).append(run)
     return runs
 
@@ -117,7 +121,7 @@ def row(who, s, ratio, gpu):
     sec = s["sec_per_epoch_median"]
     accs = ", ".join(f"{a:.3f}" for a in s["test_acc"] if a is not None) or "n/a"
     memory = mib(s["peak_gpu_bytes"]) if gpu else mib(s["peak_rss_bytes"])
-    return (f"| {who} | {f'{sec * 1000:.0f}' if sec else 'n/a'} | "
+    return (f"| {who} | {f'{sec * 1000:.1f}' if sec else 'n/a'} | "
             f"{s['samples_per_sec_median']:.0f} | {accs} | {memory} | {ratio} |")
 
 
@@ -146,7 +150,7 @@ def main():
             rows.append(row(name, p, f"{p['dptrain_speedup']:.2f}x", args.gpu))
     # A peer whose dptrain runs all failed still shows, without a ratio.
     rows += [row(name, p, "n/a", args.gpu) for name, p in peers.items() if "compared_with" not in p]
-    memory = "peak GPU MiB" if args.gpu else "peak RSS MiB"
+    memory = "peak GPU MiB" if args.gpu else "peak RSS MiB (largest process)"
     print(f"| run | ms/epoch (median) | samples/s | test acc (each run) | {memory} | "
           "dptrain's speed-up |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -98,14 +98,18 @@ def main():
                             logger=False, enable_checkpointing=False, enable_progress_bar=False,
                             enable_model_summary=False, callbacks=[timer])
         trainer.fit(module, loader)
+        if trainer.global_rank != 0:
+            return
+        # Rank 0 is the process the bench started; the other ranks are its children, which it
+        # waits for, so that none outlives the run (into the next one's timing or past its RSS).
+        for proc in getattr(trainer.strategy.launcher, "procs", []):
+            proc.wait()
         device = torch.device("cuda:0" if gpu else "cpu")
         net = module.net.to(device).eval()
         correct = 0
         with torch.no_grad():
             for X, y in data.DataLoader(test, batch_size=1024):
                 correct += (net(X.to(device)).argmax(1) == y.to(device)).sum().item()
-    if trainer.global_rank != 0:
-        return
     peak = torch.cuda.max_memory_allocated(device) if gpu else 0
     print(json.dumps({"epoch_secs": timer.epoch_secs, "test_acc": correct / len(test),
                       "device": str(device), "peak_gpu_bytes": peak, "lightning": L.__version__,
