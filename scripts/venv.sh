@@ -68,6 +68,11 @@ usable() {
 }
 
 imports_all() { python -c "import ${imports[$1]}" >/dev/null 2>&1; }
+# --no-input: an index that asks for a password fails instead of waiting for one.
+pip_install() {
+  python -m pip install --quiet --disable-pip-version-check --no-input --timeout 15 --retries 1 \
+    "$@" >&2
+}
 
 for group in "${groups[@]}"; do
   [[ -n $group && -v packages[$group] ]] || { echo "venv: no group '$group'" >&2; exit 2; }
@@ -86,14 +91,11 @@ fi
 for group in "${groups[@]}"; do
   imports_all "$group" && continue
   echo "venv: installing ${packages[$group]} into $venv" >&2
-  # --no-input: an index that asks for a password fails instead of waiting for one.
   # shellcheck disable=SC2086  # a group is several package names
-  python -m pip install --quiet --disable-pip-version-check --no-input --timeout 15 --retries 1 \
-    ${packages[$group]} >&2 ||
+  pip_install ${packages[$group]} ||
     give_up "pip could not install ${packages[$group]} (does this machine reach PyPI?)"
   if [[ -v unpinned[$group] ]]; then
-    python -m pip install --quiet --disable-pip-version-check --no-input --timeout 15 \
-      --retries 1 --no-deps "${unpinned[$group]}" >&2 ||
+    pip_install --no-deps "${unpinned[$group]}" ||
       give_up "pip could not install ${unpinned[$group]} (does this machine reach PyPI?)"
   fi
   # pip's settings (PIP_TARGET, a pip.conf's prefix) can put packages elsewhere: look again.
