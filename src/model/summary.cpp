@@ -32,36 +32,60 @@ const torch::Tensor* tensor_at(const c10::ArrayRef<const c10::IValue>& values, s
   return i < values.size() && values[i].isTensor() ? &values[i].toTensor() : nullptr;
 }
 
+// What an op's start callback saw of its inputs, for its end callback: PyTorch 2.x keeps an op's
+// inputs valid only during the start callback (its outputs have taken their place on the stack by
+// the end), so the multiplier each output element costs is read there.
+struct OpInputs : at::ObserverContext {
+  enum class Kind { convolution, matmul } kind;
+  int64_t flops_per_output;
+  OpInputs(Kind k, int64_t f) : kind(k), flops_per_output(f) {}
+};
+
 // aten::convolution (under conv2d and the backends' own kernels) and aten::linear / aten::mm /
 // aten::addmm as dispatched at the top: a linear that becomes an addmm is counted once.
-void count_op(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
-  if (counting == nullptr) return;
+std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const auto inputs = fn.inputs();
-  const auto& outputs = fn.outputs();
-  if (outputs.empty() || !outputs[0].isTensor()) return;
-  const int64_t out = outputs[0].toTensor().numel();
   if (name == "aten::convolution") {
     const torch::Tensor* weight = tensor_at(inputs, 1);
-    if (weight != nullptr)
-      counting->convolution_flops += 2 * out * (weight->numel() / weight->size(0));
-  } else if (name == "aten::linear" || name == "aten::matmul" || name == "aten::mm" ||
-             name == "aten::addmm") {
+    if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
+    return std::make_unique<OpInputs>(OpInputs::Kind::convolution,
+                                      2 * (weight->numel() / weight->size(0)));
+  }
+  if (name == "aten::linear" || name == "aten::matmul" || name == "aten::mm" ||
+      name == "aten::addmm") {
     const torch::Tensor* input = tensor_at(inputs, name == "aten::addmm" ? 1 : 0);
-    if (input != nullptr && input->dim() >= 1) counting->matmul_flops += 2 * out * input->size(-1);
+    if (input == nullptr || input->dim() == 0) return nullptr;
+    return std::make_unique<OpInputs>(OpInputs::Kind::matmul, 2 * input->size(-1));
+  }
+  return nullptr;
+}
+
+void count_op(const at::RecordFunction& fn, const OpInputs& op) {
+  const auto& outputs = fn.outputs();
+  if (outputs.empty() || !outputs[0].isTensor()) return;
+  const int64_t flops = op.flops_per_output * outputs[0].toTensor().numel();
+  if (op.kind == OpInputs::Kind::convolution) {
+    counting->convolution_flops += flops;
+  } else {
+    counting->matmul_flops += flops;
   }
 }
 
 // Counts only the outermost of nested ops: linear -> addmm, conv2d -> convolution ->
-// mkldnn_convolution.
+// mkldnn_convolution; aten::convolution wherever it sits.
 thread_local int depth = 0;
-std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& /*fn*/) {
+std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+  const bool counted =
+      counting != nullptr && (depth == 0 || fn.name() == std::string("aten::convolution"));
   ++depth;
-  return nullptr;
+  if (!counted) return nullptr;
+  return read_inputs(fn);
 }
 void leave(const at::RecordFunction& fn, at::ObserverContext* context) {
   --depth;
-  if (depth == 0 || fn.name() == std::string("aten::convolution")) count_op(fn, context);
+  if (context != nullptr && counting != nullptr)
+    count_op(fn, static_cast<const OpInputs&>(*context));
 }
 
 // One forward's counting: the callback in, eval mode and no gradients; all undone on leaving,
