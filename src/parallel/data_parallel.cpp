@@ -11,8 +11,10 @@ namespace {
 // Replica `params` moved into one flat buffer, in the model's order: a whole model then moves
 // between devices in one copy, and its gradients add up in one kernel.
 FlatBuffer flat_parameters(const std::vector<torch::Tensor>& params) {
-  return FlatBuffer::adopt(params, FlatLayout(numels_of(params), model_order(params.size()), 1, 0),
-                           "dp");
+  return FlatBuffer::adopt(
+      params,
+      FlatLayout(numels_of(params), model_order(params.size()), 1, 0, params.at(0).element_size()),
+      "dp");
 }
 
 // Where each chunk of chunk_sizes() starts.

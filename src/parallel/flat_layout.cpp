@@ -5,18 +5,24 @@
 namespace dptrain::parallel {
 
 FlatLayout::FlatLayout(const std::vector<int64_t>& numels, std::vector<size_t> order, int world,
-                       int rank)
+                       int rank, int64_t element_size)
     : order_(std::move(order)),
       offsets_(numels.size(), -1),
       numels_(numels),
       world_(world),
       rank_(rank) {
+  if (element_size <= 0 || kAlignBytes % element_size != 0) {
+    throw core::Error(core::ErrorCode::kRuntime,
+                      "flat layout: elements of " + std::to_string(element_size) + " bytes");
+  }
+  const int64_t align = kAlignBytes / element_size;
   for (const size_t param : order_) {
     if (param >= numels.size() || offsets_[param] >= 0) {
       throw core::Error(
           core::ErrorCode::kRuntime,
           "flat layout: parameter " + std::to_string(param) + " is out of range or listed twice");
     }
+    numel_ = (numel_ + align - 1) / align * align;
     offsets_[param] = numel_;
     numel_ += numels[param];
   }

@@ -1,10 +1,14 @@
-// Where tensors sit in one flat buffer (see flat_buffer.h): end to end in a given order, padded
-// with zeros to W equal shards of ceil(N / W) elements (W = 1: no padding). ZeRO lays the
-// parameters out in the gradient buckets' order, so that each bucket is one contiguous range and a
-// rank's gradients come straight out of the flat gradients.
-// Rank r owns elements [r * S, (r + 1) * S), whatever tensors they belong to: shards split tensors,
-// so that every rank holds the same share (not whole tensors per rank, as PyTorch's
-// ZeroRedundancyOptimizer does).
+// Where tensors sit in one flat buffer (see flat_buffer.h): in a given order, each starting on a
+// 64-byte boundary as the allocator would place it alone, padded at the end with zeros to W equal
+// shards of ceil(N / W) elements (W = 1: no end padding). The alignment is not for speed: some
+// kernels sum in an order that follows their operands' alignment (LibTorch 2.x's oneDNN 1x1
+// convolution, dptrain's dense layer, on a weight 16 bytes off), so a parameter viewed from the
+// buffer must sit as a tensor of its own would, or ZeRO's and dp's steps part from stage 0's and
+// single's in the last bit. The gaps are zeros that no gradient, norm or step changes. ZeRO lays
+// the parameters out in the gradient buckets' order, so that each bucket is one contiguous range
+// and a rank's gradients come straight out of the flat gradients. Rank r owns elements [r * S, (r +
+// 1) * S), whatever tensors they belong to: shards split tensors, so that every rank holds the same
+// share (not whole tensors per rank, as PyTorch's ZeroRedundancyOptimizer does).
 #pragma once
 
 #include <torch/torch.h>
@@ -18,10 +22,14 @@ class FlatLayout {
  public:
   FlatLayout() = default;  // nothing laid out
   // `numels`: each parameter's size, in the model's order; `order`: the parameter indices in flat
-  // order (every index once).
-  FlatLayout(const std::vector<int64_t>& numels, std::vector<size_t> order, int world, int rank);
+  // order (every index once); `element_size`: bytes per element, which the alignment needs.
+  FlatLayout(const std::vector<int64_t>& numels, std::vector<size_t> order, int world, int rank,
+             int64_t element_size);
 
-  int64_t numel() const { return numel_; }              // N: the parameters alone
+  // Where every tensor starts in a buffer: the CPU allocator's alignment (c10's gAlignment).
+  static constexpr int64_t kAlignBytes = 64;
+
+  int64_t numel() const { return numel_; }              // N: the parameters and the gaps between
   int64_t shard_numel() const { return shard_numel_; }  // S = ceil(N / W)
   int64_t padded_numel() const { return shard_numel_ * world_; }
   int64_t shard_begin() const { return shard_numel_ * rank_; }

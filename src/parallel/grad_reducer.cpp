@@ -62,17 +62,18 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
   const std::vector<std::vector<size_t>> groups = assign_buckets(bytes_of(params_), bucket_bytes);
   // Padded to every rank's shard only for a reduce-scatter: else no byte more than .grad's.
   const int world = route_->one_padded_bucket() ? comm_.world_size() : 1;
-  grads_ = FlatBuffer(FlatLayout(numels_of(params_), end_to_end(groups), world, /*rank=*/0),
+  grads_ = FlatBuffer(FlatLayout(numels_of(params_), end_to_end(groups), world, /*rank=*/0,
+                                 params_.front().element_size()),
                       params_.front().options());
   bucket_of_.resize(params_.size());
   for (const auto& members : groups) {
     Bucket bucket;
     bucket.params = members;
     bucket.begin = grads_.layout().offset(members.front());
-    for (size_t i : members) {
-      bucket_of_[i] = buckets_.size();
-      bucket.numel += params_[i].numel();
-    }
+    // To the end of its last member, the alignment gaps between them included.
+    bucket.numel =
+        grads_.layout().offset(members.back()) + params_[members.back()].numel() - bucket.begin;
+    for (size_t i : members) bucket_of_[i] = buckets_.size();
     buckets_.push_back(std::move(bucket));
   }
   if (route_->one_padded_bucket()) buckets_.front().numel = grads_.layout().padded_numel();

@@ -26,7 +26,7 @@ class GradReducer {
   struct Bucket {
     std::vector<size_t> params;  // indices into the parameter list, in bucket order
     int64_t begin = 0;           // where the bucket starts in the flat gradients
-    int64_t numel = 0;           // the bucket's size, padding included
+    int64_t numel = 0;           // the bucket's size, alignment gaps and end padding included
   };
 
   // Registers a hook on every parameter that requires a gradient; the reducer must outlive the

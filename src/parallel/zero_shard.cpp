@@ -34,10 +34,12 @@ ZeroShard::ZeroShard(std::vector<torch::Tensor> params, distributed::Communicato
       stage_(stage),
       reduce_scatters_(uses_reduce_scatter(comm, stage)),
       params_(std::move(params)) {
+  const std::vector<torch::Tensor>& trained = all_trained(params_);
+  TORCH_CHECK(!trained.empty(), "parallel.zero_stage: a model without parameters");
   const FlatLayout layout(
-      numels_of(all_trained(params_)),
+      numels_of(trained),
       bucket_order(params_, reduce_scatters_ ? std::numeric_limits<int64_t>::max() : bucket_bytes),
-      comm.world_size(), comm.rank());
+      comm.world_size(), comm.rank(), trained.front().element_size());
   // The parameters become views of the flat buffer, so that the all-gather updates them in place.
   flat_ = FlatBuffer::adopt(params_, layout, "parallel.zero_stage");
   torch::NoGradGuard no_grad;

@@ -187,8 +187,13 @@ TEST_CASE("ZeRO stages 1 and 2 take stage 0's steps bit for bit on 1 to 4 Gloo r
             CHECK(torch::equal(rank.after_step[step], stage0[0].after_step[step]));
           }
         }
-        // Each rank holds ceil(N / W) elements of every state tensor (SGD: 1, Adam: 2).
-        const int64_t shard = (n + world - 1) / world;
+        // Each rank holds ceil(N / W) elements of every state tensor (SGD: 1, Adam: 2), N the
+        // layout's: LeNet's tensors in bucket order, each on a 64-byte boundary (16 floats),
+        // leave gaps of 6, 14, 8 and 12 elements after the 10, 50, 25,000 and 20 elements
+        // tensors (fc2's bias, conv2's, conv2's weight, conv1's bias).
+        REQUIRE(n == 129'068);
+        const int64_t laid_out = n + 6 + 14 + 8 + 12;
+        const int64_t shard = (laid_out + world - 1) / world;
         const int64_t tensors = kind == Kind::kAdam ? 2 : 1;
         for (const RankRun& rank : sharded) {
           CHECK(rank.shard_numel == shard);
@@ -205,8 +210,9 @@ TEST_CASE("ZeRO stages 1 and 2 take stage 0's steps bit for bit on 1 to 4 Gloo r
 
 namespace {
 
-// A model of 4 tensors and 31 elements: 5 ranks hold 7 each, and the last 4 of rank 4's are
-// padding.
+// A model of 4 tensors and 31 elements, laid out at 64-byte boundaries in bucket order: second's
+// bias (3) at 0, its weight (12) at 16, first's bias (4) at 32, its weight (12) at 48; 60 in all,
+// which 7 ranks hold 9 each, the last 3 of rank 6's padding.
 struct TwoLayersImpl : torch::nn::Module {
   TwoLayersImpl()
       : first(register_module("first", torch::nn::Linear(3, 4))),
@@ -227,7 +233,8 @@ torch::nn::AnyModule small_model() {
 dptrain::parallel::FlatLayout flat_layout(const std::vector<torch::Tensor>& params, int world) {
   std::vector<int64_t> numels;
   for (const auto& p : params) numels.push_back(p.numel());
-  return {numels, dptrain::parallel::bucket_order(params, 1 << 20), world, /*rank=*/0};
+  return {numels, dptrain::parallel::bucket_order(params, 1 << 20), world, /*rank=*/0,
+          params.at(0).element_size()};
 }
 
 struct ClipRun {
@@ -264,20 +271,27 @@ ClipRun clip_once(int world, int stage, const Data& d, double max_norm) {
 
 }  // namespace
 
-TEST_CASE("ZeRO pads 31 elements over 5 ranks with zeros that no norm or step sees",
-          "[parallel][zero]") {
+TEST_CASE(
+    "ZeRO lays 31 elements over 7 ranks with alignment gaps and padding that no norm or step sees",
+    "[parallel][zero]") {
   auto g = at::detail::createCPUGenerator(/*seed_val=*/9);
-  const Data d{torch::randn({20, 3}, g) * 10, torch::randint(0, 3, {20}, g, torch::kInt64)};
-  const ClipRun whole = clip_once(5, 0, d, /*max_norm=*/0.01);
-  REQUIRE(whole.clipped.numel() == 35);  // 5 shards of 7
+  const Data d{torch::randn({21, 3}, g) * 10, torch::randint(0, 3, {21}, g, torch::kInt64)};
+  const ClipRun whole = clip_once(7, 0, d, /*max_norm=*/0.01);
+  REQUIRE(whole.clipped.numel() == 63);  // 7 shards of 9
   REQUIRE(whole.norm > 0.1);             // so that the clipping acts
+  // The parameters' places; the other 32 elements are gaps and padding.
+  auto in_a_tensor = torch::zeros({63}, torch::kBool);
+  for (const auto& [begin, numel] : {std::pair{0, 3}, {16, 12}, {32, 4}, {48, 12}}) {
+    in_a_tensor.narrow(0, begin, numel).fill_(true);
+  }
   for (const int stage : {1, 2}) {
     INFO("stage " << stage);
-    const ClipRun sharded = clip_once(5, stage, d, 0.01);
+    const ClipRun sharded = clip_once(7, stage, d, 0.01);
     CHECK(std::abs(sharded.norm - whole.norm) <= 1e-7 * whole.norm);
-    REQUIRE(sharded.clipped.numel() == 35);
-    // The padding's gradient stays zero.
-    CHECK(torch::equal(sharded.clipped.narrow(0, 31, 4), torch::zeros({4})));
+    REQUIRE(sharded.clipped.numel() == 63);
+    // The gaps' and the padding's gradient stays zero.
+    CHECK(
+        torch::equal(sharded.clipped.masked_select(in_a_tensor.logical_not()), torch::zeros({32})));
     CHECK(max_relative_difference({sharded.clipped}, {whole.clipped}) <= 1e-7);
     for (const auto& p : sharded.params) {
       CHECK(max_relative_difference({p}, {whole.params[0]}) <= 1e-6);
