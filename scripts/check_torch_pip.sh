@@ -12,7 +12,11 @@
 #    libgloo-dev, checked against the archive's signed index (gpgv, Debian's keyring) and unpacked,
 #    not installed, under DIR/gloo-<version> (DIR: $XDG_CACHE_HOME/dptrain-torch-pip).
 # 3. scripts/test.sh with BUILD_DIR (default build-pip) and DPTRAIN_PIP_TORCH, which
-#    cmake/pip_torch.cmake reads (it says why torch.utils.cmake_prefix_path alone is not enough).
+#    cmake/pip_torch.cmake reads (it says why torch.utils.cmake_prefix_path alone is not enough),
+#    and the venv's torchrun first on PATH, as a pip user has it: the tests of torchrun's examples
+#    and elastic runs meet the torchrun of the torch dptrain was built against. (Debian's, of
+#    PyTorch 1.13, serves a store protocol that a LibTorch 2.x client cannot speak; a test of its
+#    own, torchrun_protocol_test.cpp, checks the error that says so.)
 # Exit 0 only when the build and every test passed. About 40 minutes on 2 cores, too long for CI.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,5 +80,8 @@ fi
 private_dir "$cache"
 gloo=$(gloo_headers)
 echo "check_torch_pip: Gloo's headers from $gloo" >&2
-BUILD_DIR=$build CMAKE_ARGS="-DDPTRAIN_PIP_TORCH=$site -DGLOO_INCLUDE_DIR=$gloo" \
+launchers=$cache/bin  # torchrun alone, so that python3 on PATH stays the system's
+mkdir -p "$launchers"
+ln -sfn "$(dirname "$python")/torchrun" "$launchers/torchrun"
+PATH=$launchers:$PATH BUILD_DIR=$build CMAKE_ARGS="-DDPTRAIN_PIP_TORCH=$site -DGLOO_INCLUDE_DIR=$gloo" \
   exec "$root/scripts/test.sh" "${ctest_args[@]}"

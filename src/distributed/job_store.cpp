@@ -3,6 +3,7 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <c10/util/Logging.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -42,23 +43,59 @@ bool answers_within(const c10::intrusive_ptr<c10d::Store>& store,
   return true;
 }
 
+// c10's logging off for a scope but for fatal errors: LibTorch 2.x's TCPStore client logs every
+// failed connection attempt, and the last as an error, with a whole C++ backtrace, where dptrain's
+// own error after it says what matters.
+class QuietC10Log {
+ public:
+  QuietC10Log() : level_(FLAGS_caffe2_log_level) {
+    FLAGS_caffe2_log_level = std::max(level_, 3);  // c10's FATAL
+  }
+  ~QuietC10Log() { FLAGS_caffe2_log_level = level_; }
+  QuietC10Log(const QuietC10Log&) = delete;
+  QuietC10Log& operator=(const QuietC10Log&) = delete;
+
+ private:
+  int level_;
+};
+
+// A torchrun of the other side of PyTorch 2.0's store protocol, and the way out.
+std::string other_protocol_hint() {
+  if (core::compat::kStoreSpeaksPre2Protocol) {
+    return "export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 before torchrun (the ranks then serve a "
+           "store of their own), or build dptrain against that PyTorch";
+  }
+  return "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running; a torchrun of "
+         "PyTorch 1.x closes this dptrain's (LibTorch " +
+         core::compat::libtorch_version() +
+         ") connections: give it --standalone or --rdzv_backend c10d (the ranks then serve a "
+         "store of their own), or run the torchrun of the PyTorch dptrain was built against";
+}
+
 // torchrun's agent store: a c10d TCPStore that torchrun serves.
 c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const StorePlan& plan,
                                                std::chrono::milliseconds timeout) {
+  // torchrun's agent serves its store before it starts a rank, so a store that answers nothing
+  // within 30 s (or the job's timeout, if shorter) never will: parallel.timeout_s's default would
+  // keep a user waiting 10 minutes for this error.
+  const auto probe = std::min(timeout, std::chrono::milliseconds(30000));
   c10d::TCPStoreOptions options;
   options.port = plan.port;
   options.isServer = false;
   options.waitWorkers = false;
-  options.timeout = timeout;
+  options.timeout = probe;  // connecting; the job's timeout once connected
   core::compat::use_classic_store_server(options);
   const core::Stopwatch waited;
   try {
-    auto store = c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+    c10::intrusive_ptr<c10d::TCPStore> store;
+    {
+      const QuietC10Log quiet;
+      store = c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+    }
+    store->setTimeout(timeout);
     // torchrun 2.x shares its rendezvous store with the ranks (TORCHELASTIC_USE_AGENT_STORE under
-    // --rdzv_backend c10d), which this LibTorch's client cannot speak to.
-    // A store answers in milliseconds: 30 s (or the job's timeout, if shorter) is plenty, where
-    // parallel.timeout_s's default would keep a user waiting 10 minutes for this error.
-    const auto probe = std::min(timeout, std::chrono::milliseconds(30000));
+    // --rdzv_backend c10d), which a LibTorch 1.x client cannot speak to: it connects, and its
+    // queries go unanswered.
     if (core::compat::kStoreSpeaksPre2Protocol && !answers_within(store, probe)) {
       throw Error(ErrorCode::kDistributed,
                   "rank " + std::to_string(info.rank) + ": torchrun's store at " + plan.host + ":" +
@@ -67,8 +104,7 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
                       " s: a torchrun of PyTorch 2.x serves a store protocol that this dptrain "
                       "(LibTorch " +
                       core::compat::libtorch_version() + ") does not speak",
-                  "export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 before torchrun (the ranks then "
-                  "serve a store of their own), or build dptrain against that PyTorch");
+                  other_protocol_hint());
     }
     return store;
   } catch (const Error&) {
@@ -78,8 +114,10 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
     throw Error(ErrorCode::kDistributed,
                 "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
                     plan.host + ":" + std::to_string(plan.port) + " " +
-                    core::waited_text(elapsed, timeout) + ": " + core::message_of(e),
-                "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running");
+                    core::waited_text(elapsed, probe) + ": " + core::message_of(e),
+                core::compat::kStoreSpeaksPre2Protocol
+                    ? "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running"
+                    : other_protocol_hint());
   }
 }
 

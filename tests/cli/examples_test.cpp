@@ -139,7 +139,9 @@ std::optional<std::string> why_not_run(const std::string& command) {
            "stand-ins for srun and scontrol)";
   }
   static const std::regex nodes(R"(--nnodes (\d+:)?[2-9])");
-  if (std::regex_search(line, nodes) || starts_with(line, "export DPTRAIN_JOB_SECRET")) {
+  // The variables an example across machines exports on each.
+  if (std::regex_search(line, nodes) || starts_with(line, "export DPTRAIN_JOB_SECRET") ||
+      starts_with(line, "export TORCH_DISABLE_SHARE_RDZV_TCP_STORE")) {
     return "needs several machines (tests/cli/nodes_test.cpp and elastic_test.cpp run this "
            "across network namespaces)";
   }
