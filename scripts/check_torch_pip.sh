@@ -3,7 +3,10 @@
 # wheels it depends on), the LibTorch GPU users and the GPU machine have, and runs the whole
 # suite on this machine's CPU ([cuda] tests skip, each saying why).
 #
-#   scripts/check_torch_pip.sh [--build-dir DIR] [-- CTEST_ARGS...]
+#   scripts/check_torch_pip.sh [--venv DIR] [--build-dir DIR] [--build-only] [-- CTEST_ARGS...]
+#
+# --venv: a venv of your own with pip's torch in it (made with Debian's python3 -m venv), instead
+# of the project's; --build-only: build dptrain (BUILD_DIR/dptrain) and run no test.
 #
 # 1. The project's venv with torch (scripts/venv.sh torch: about 5.5 GB from PyPI, once). The
 #    wheel's C++ ABI must be the new (cxx11) one, which Debian's compiled libraries (spdlog, fmt,
@@ -22,50 +25,25 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-pip
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dptrain-torch-pip
-usage="usage: $0 [--build-dir DIR] [-- CTEST_ARGS...]"
+usage="usage: $0 [--venv DIR] [--build-dir DIR] [--build-only] [-- CTEST_ARGS...]"
 ctest_args=()
+then_run=scripts/test.sh
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --build-dir) build=$2; shift 2 ;;
+    --venv) [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }; export DPTRAIN_VENV=$2; shift 2 ;;
+    --build-dir) [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }; build=$2; shift 2 ;;
+    --build-only) then_run=scripts/build.sh; shift ;;
     --) shift; ctest_args=("$@"); break ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+if [[ $then_run == scripts/build.sh && ${#ctest_args[@]} -gt 0 ]]; then
+  echo "check_torch_pip: --build-only runs no test, so takes no ctest arguments" >&2
+  exit 2
+fi
 source "$root/scripts/torch2/chroot.sh"  # apt_mirror, private_dir
+source "$root/scripts/torch2/gloo_headers.sh"  # gloo_headers
 mirror=${DEBIAN_MIRROR:-$(apt_mirror)}
-
-# fetch FILE URL SHA256: downloads URL to FILE and checks its hash; a wrong one is removed.
-fetch() {
-  curl -fsS --max-time 300 -o "$1" "$2" || { echo "check_torch_pip: could not fetch $2" >&2; return 1; }
-  [[ $(sha256sum <"$1" | cut -d' ' -f1) == "$3" ]] && return
-  rm -f "$1"
-  echo "check_torch_pip: $2 does not match the archive's signed index" >&2
-  return 1
-}
-
-# gloo_headers: prints the include folder of unstable's libgloo-dev, fetched once.
-gloo_headers() {
-  local dir=$cache/index stanza name hash
-  mkdir -p "$dir"
-  curl -fsS --max-time 60 -o "$dir/InRelease" "$mirror/dists/unstable/InRelease" &&
-    gpgv --quiet --keyring /usr/share/keyrings/debian-archive-keyring.gpg \
-      --output "$dir/Release" "$dir/InRelease" 2>/dev/null ||
-    { echo "check_torch_pip: unstable's index from $mirror is missing or not signed by Debian" >&2; return 1; }
-  hash=$(awk '$3 == "main/binary-amd64/Packages.xz" && length($1) == 64 { print $1 }' "$dir/Release")
-  fetch "$dir/Packages.xz" "$mirror/dists/unstable/main/binary-amd64/Packages.xz" "$hash"
-  stanza=$(xz -dc "$dir/Packages.xz" | awk '/^Package: libgloo-dev$/ { p = 1 } p && /^$/ { exit } p')
-  name=$(awk '/^Filename:/ { print $2 }' <<<"$stanza")
-  hash=$(awk '/^SHA256:/ { print $2 }' <<<"$stanza")
-  [[ -n $name && -n $hash ]] || { echo "check_torch_pip: unstable has no libgloo-dev" >&2; return 1; }
-  local unpacked=$cache/gloo-$(basename "$name" .deb)
-  if [[ ! -f $unpacked/usr/include/gloo/rendezvous/store.h ]]; then
-    fetch "$cache/libgloo-dev.deb" "$mirror/$name" "$hash"
-    rm -rf "$unpacked"
-    dpkg-deb -x "$cache/libgloo-dev.deb" "$unpacked"
-    rm -f "$cache/libgloo-dev.deb"
-  fi
-  echo "$unpacked/usr/include"
-}
 
 python=$(DPTRAIN_REQUIRE_VENV=1 "$root/scripts/venv.sh" torch)
 site=$("$python" -I -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)
@@ -78,10 +56,10 @@ if [[ $abi != 1 ]]; then
   exit 1
 fi
 private_dir "$cache"
-gloo=$(gloo_headers)
+gloo=$(gloo_headers "$cache" "$mirror")
 echo "check_torch_pip: Gloo's headers from $gloo" >&2
 launchers=$cache/bin  # torchrun alone, so that python3 on PATH stays the system's
 mkdir -p "$launchers"
 ln -sfn "$(dirname "$python")/torchrun" "$launchers/torchrun"
 PATH=$launchers:$PATH BUILD_DIR=$build CMAKE_ARGS="-DDPTRAIN_PIP_TORCH=$site -DGLOO_INCLUDE_DIR=$gloo" \
-  exec "$root/scripts/test.sh" "${ctest_args[@]}"
+  exec "$root/$then_run" "${ctest_args[@]}"

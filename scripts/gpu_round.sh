@@ -4,8 +4,9 @@
 #
 #   scripts/gpu_round.sh --out DIR STAGE...      STAGE: build test reproduce tensorboard bench, or all
 #
-#   build        source .device/env.sh (made by ../shared/device/pack.sh on a build machine), then
-#                a Release build into build-gpu/ (BUILD_DIR); `dptrain info` to DIR/info.txt
+#   build        source .device/env.sh (made by scripts/pack_device.sh on a build machine), then
+#                a Release build against the machine's pip torch (as scripts/check_torch_pip.sh
+#                builds) into build-gpu/ (BUILD_DIR); `dptrain info` to DIR/info.txt
 #   test         the whole suite through ctest, then every [cuda] test once more by itself, which
 #                must run on the GPU: one reported skipped fails the stage
 #   reproduce    scripts/reproduce_d2l.sh --one-gpu, 10 epochs a config, into DIR/d2l-13.5
@@ -38,7 +39,7 @@ done
 [[ -n $out && ${#stages[@]} -gt 0 ]] || { echo "$usage" >&2; exit 2; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-[[ -f $root/.device/env.sh ]] || { echo "gpu_round: no .device/ (run ../shared/device/pack.sh here first, and carry .device)" >&2; exit 2; }
+[[ -f $root/.device/env.sh ]] || { echo "gpu_round: no .device/ (run scripts/pack_device.sh here first, and carry .device)" >&2; exit 2; }
 cd "$root"
 # shellcheck source=/dev/null
 source .device/env.sh >"$out/env.log" 2>&1
@@ -47,7 +48,18 @@ bin=$BUILD_DIR/dptrain
 
 stage_build() {
   # Called through ||, which turns set -e off: each step must fail the stage itself.
-  CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release" scripts/build.sh || return
+  # Against the machine's pip torch as scripts/check_torch_pip.sh builds here (cmake/pip_torch.cmake
+  # says why torch.utils.cmake_prefix_path alone is not enough), with the Gloo headers that
+  # scripts/pack_device.sh put in .device/gloo.
+  local site abi gloo=$root/.device/gloo/include
+  [[ -f $gloo/gloo/rendezvous/store.h ]] ||
+    { echo "gpu_round: no Gloo headers in .device/gloo (run scripts/pack_device.sh here first)" >&2; return 1; }
+  site=$("$PYTHON" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))') || return
+  abi=$("$PYTHON" -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))') || return
+  [[ $abi == 1 ]] ||
+    { echo "gpu_round: this torch has the old C++ ABI, which Debian's spdlog and fmt cannot link with" >&2; return 1; }
+  CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DDPTRAIN_PIP_TORCH=$site -DGLOO_INCLUDE_DIR=$gloo" \
+    scripts/build.sh || return
   "$bin" info >"$out/info.txt" || return
   cat "$out/info.txt"
   grep -q '^cuda: yes' "$out/info.txt" || { echo "gpu_round: this build sees no GPU" >&2; return 1; }

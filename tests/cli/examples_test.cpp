@@ -156,7 +156,13 @@ std::optional<std::string> why_not_run(const std::string& command) {
   if (starts_with(line, "scripts/check_torch2.sh")) {
     return "builds against LibTorch 2.6 in a Debian trixie chroot (about an hour)";
   }
-  if (starts_with(line, "scripts/gpu_round.sh") || starts_with(line, "../shared/device/")) {
+  if (starts_with(line, "scripts/check_torch_pip.sh") || starts_with(line, "python3 -m venv") ||
+      line.find("/bin/pip install") != std::string::npos) {
+    return "installs pip's torch 2.x from PyPI (about 5 GB) and builds against it (20 minutes "
+           "and more)";
+  }
+  if (starts_with(line, "scripts/gpu_round.sh") || starts_with(line, "scripts/pack_device.sh") ||
+      starts_with(line, "../shared/device/")) {
     return "for the GPU machine";
   }
   // The same probes as the suite's other torchrun and plot tests.
