@@ -17,13 +17,15 @@ foreach(_needed torch/share/cmake/Torch/TorchConfig.cmake nvidia/nccl/include/nc
                         "folder of a venv with pip's torch (CUDA build) in it")
   endif()
 endforeach()
-file(GLOB _cudart "${_site}/nvidia/cu*/lib/libcudart.so.*"
+# The CUDA runtime: nvidia/cu<major>/ in CUDA 13's wheels, nvidia/cuda_runtime/ in CUDA 12's.
+file(GLOB _cudart "${_site}/nvidia/cu[0-9]*/lib/libcudart.so.*"
      "${_site}/nvidia/cuda_runtime/lib/libcudart.so.*")
-file(GLOB _cuda_include LIST_DIRECTORIES true "${_site}/nvidia/cu*/include"
+file(GLOB _cuda_include LIST_DIRECTORIES true "${_site}/nvidia/cu[0-9]*/include"
      "${_site}/nvidia/cuda_runtime/include")
 if(NOT _cudart OR NOT _cuda_include)
-  message(FATAL_ERROR "DPTRAIN_PIP_TORCH=${_site}: no CUDA runtime wheel (nvidia/*/lib/libcudart.so.*) "
-                      "beside torch; pip's CPU-only torch is not what this mode builds against")
+  message(FATAL_ERROR "DPTRAIN_PIP_TORCH=${_site}: no CUDA runtime wheel "
+                      "(nvidia/*/lib/libcudart.so.*) beside torch; pip's CPU-only torch is not "
+                      "what this mode builds against")
 endif()
 list(GET _cudart 0 _cudart)
 add_library(torch::cudart INTERFACE IMPORTED)

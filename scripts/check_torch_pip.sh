@@ -58,8 +58,10 @@ fi
 private_dir "$cache"
 gloo=$(gloo_headers "$cache" "$mirror")
 echo "check_torch_pip: Gloo's headers from $gloo" >&2
-launchers=$cache/bin  # torchrun alone, so that python3 on PATH stays the system's
+launchers=$build/launchers  # torchrun alone, so that python3 on PATH stays the system's
 mkdir -p "$launchers"
+[[ -x $(dirname "$python")/torchrun ]] ||
+  { echo "check_torch_pip: $(dirname "$python") has no torchrun" >&2; exit 1; }
 ln -sfn "$(dirname "$python")/torchrun" "$launchers/torchrun"
 PATH=$launchers:$PATH BUILD_DIR=$build CMAKE_ARGS="-DDPTRAIN_PIP_TORCH=$site -DGLOO_INCLUDE_DIR=$gloo" \
   exec "$root/$then_run" "${ctest_args[@]}"

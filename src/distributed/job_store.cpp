@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <thread>
@@ -23,19 +24,20 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 
-// Whether `store` answers one query within `timeout`. A query that is never answered blocks in
-// recv without a timeout, so it runs on a thread of its own, left behind (holding the store) when
-// it does not return in time: the rank then ends with an error.
-bool answers_within(const c10::intrusive_ptr<c10d::Store>& store,
-                    std::chrono::milliseconds timeout) {
-  auto answered = std::make_shared<std::promise<void>>();
-  std::future<void> done = answered->get_future();
-  std::thread([store, answered] {
+// Runs `work` on a thread of its own and waits `timeout` for it; rethrows its error. A store query
+// that is never answered blocks in recv without a timeout of its own, so the thread is left behind
+// (holding what `work` captured) when it does not return in time: the rank then ends with an
+// error.
+template <class Work>
+bool finishes_within(Work work, std::chrono::milliseconds timeout) {
+  auto finished = std::make_shared<std::promise<void>>();
+  std::future<void> done = finished->get_future();
+  std::thread([work = std::move(work), finished]() mutable {
     try {
-      store->add("dptrain/agent-store-probe", 0);
-      answered->set_value();
+      work();
+      finished->set_value();
     } catch (...) {
-      answered->set_exception(std::current_exception());
+      finished->set_exception(std::current_exception());
     }
   }).detach();
   if (done.wait_for(timeout) != std::future_status::ready) return false;
@@ -45,11 +47,15 @@ bool answers_within(const c10::intrusive_ptr<c10d::Store>& store,
 
 // c10's logging off for a scope but for fatal errors: LibTorch 2.x's TCPStore client logs every
 // failed connection attempt, and the last as an error, with a whole C++ backtrace, where dptrain's
-// own error after it says what matters.
+// own error after it says what matters. Not where the user asked for c10's log
+// (TORCH_CPP_LOG_LEVEL), nor for LibTorch 1.x, whose client logs no attempt. A process-wide
+// setting: it is made on the main thread while a rank joins, before any thread of its own runs.
 class QuietC10Log {
  public:
   QuietC10Log() : level_(FLAGS_caffe2_log_level) {
-    FLAGS_caffe2_log_level = std::max(level_, 3);  // c10's FATAL
+    if (!core::compat::kStoreSpeaksPre2Protocol && std::getenv("TORCH_CPP_LOG_LEVEL") == nullptr) {
+      FLAGS_caffe2_log_level = std::max(level_, 3);  // c10's FATAL
+    }
   }
   ~QuietC10Log() { FLAGS_caffe2_log_level = level_; }
   QuietC10Log(const QuietC10Log&) = delete;
@@ -86,21 +92,41 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
   options.timeout = probe;  // connecting; the job's timeout once connected
   core::compat::use_classic_store_server(options);
   const core::Stopwatch waited;
+  const std::string where = plan.host + ":" + std::to_string(plan.port);
   try {
-    c10::intrusive_ptr<c10d::TCPStore> store;
+    // LibTorch 2.x's client asks the server a first query (a ping) and waits for the answer
+    // without a timeout: a server that accepts and never answers would hold the rank for ever.
+    // Its own retries end at `probe` plus up to half of it (their backoff), so that error, which
+    // says more, comes first where there is one.
+    auto connected = std::make_shared<c10::intrusive_ptr<c10d::TCPStore>>();
+    bool in_time = false;
     {
       const QuietC10Log quiet;
-      store = c10::make_intrusive<c10d::TCPStore>(plan.host, options);
+      in_time = finishes_within(
+          [connected, host = plan.host, options] {
+            *connected = c10::make_intrusive<c10d::TCPStore>(host, options);
+          },
+          probe * 3 / 2 + std::chrono::seconds(1));
     }
+    if (!in_time) {
+      throw Error(ErrorCode::kDistributed,
+                  "rank " + std::to_string(info.rank) + ": torchrun's store at " + where +
+                      " did not answer this dptrain's first query within " +
+                      std::to_string(probe.count() / 1000) + " s",
+                  core::compat::kStoreSpeaksPre2Protocol
+                      ? "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running"
+                      : other_protocol_hint());
+    }
+    c10::intrusive_ptr<c10d::TCPStore> store = *connected;
     store->setTimeout(timeout);
     // torchrun 2.x shares its rendezvous store with the ranks (TORCHELASTIC_USE_AGENT_STORE under
     // --rdzv_backend c10d), which a LibTorch 1.x client cannot speak to: it connects, and its
     // queries go unanswered.
-    if (core::compat::kStoreSpeaksPre2Protocol && !answers_within(store, probe)) {
+    const auto answers = [store] { store->add("dptrain/agent-store-probe", 0); };
+    if (core::compat::kStoreSpeaksPre2Protocol && !finishes_within(answers, probe)) {
       throw Error(ErrorCode::kDistributed,
-                  "rank " + std::to_string(info.rank) + ": torchrun's store at " + plan.host + ":" +
-                      std::to_string(plan.port) + " answered no query within " +
-                      std::to_string(probe.count() / 1000) +
+                  "rank " + std::to_string(info.rank) + ": torchrun's store at " + where +
+                      " answered no query within " + std::to_string(probe.count() / 1000) +
                       " s: a torchrun of PyTorch 2.x serves a store protocol that this dptrain "
                       "(LibTorch " +
                       core::compat::libtorch_version() + ") does not speak",
@@ -113,8 +139,7 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
     const auto elapsed = std::chrono::milliseconds(static_cast<int64_t>(waited.seconds() * 1000));
     throw Error(ErrorCode::kDistributed,
                 "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
-                    plan.host + ":" + std::to_string(plan.port) + " " +
-                    core::waited_text(elapsed, probe) + ": " + core::message_of(e),
+                    where + " " + core::waited_text(elapsed, probe) + ": " + core::message_of(e),
                 core::compat::kStoreSpeaksPre2Protocol
                     ? "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running"
                     : other_protocol_hint());

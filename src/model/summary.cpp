@@ -36,7 +36,7 @@ const torch::Tensor* tensor_at(const c10::ArrayRef<const c10::IValue>& values, s
 // inputs valid only during the start callback (its outputs have taken their place on the stack by
 // the end), so the multiplier each output element costs is read there.
 struct OpInputs : at::ObserverContext {
-  enum class Kind { convolution, matmul } kind;
+  enum class Kind { kConvolution, kMatmul } kind;
   int64_t flops_per_output;
   OpInputs(Kind k, int64_t f) : kind(k), flops_per_output(f) {}
 };
@@ -49,14 +49,14 @@ std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
   if (name == "aten::convolution") {
     const torch::Tensor* weight = tensor_at(inputs, 1);
     if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
-    return std::make_unique<OpInputs>(OpInputs::Kind::convolution,
+    return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
                                       2 * (weight->numel() / weight->size(0)));
   }
   if (name == "aten::linear" || name == "aten::matmul" || name == "aten::mm" ||
       name == "aten::addmm") {
     const torch::Tensor* input = tensor_at(inputs, name == "aten::addmm" ? 1 : 0);
     if (input == nullptr || input->dim() == 0) return nullptr;
-    return std::make_unique<OpInputs>(OpInputs::Kind::matmul, 2 * input->size(-1));
+    return std::make_unique<OpInputs>(OpInputs::Kind::kMatmul, 2 * input->size(-1));
   }
   return nullptr;
 }
@@ -65,7 +65,7 @@ void count_op(const at::RecordFunction& fn, const OpInputs& op) {
   const auto& outputs = fn.outputs();
   if (outputs.empty() || !outputs[0].isTensor()) return;
   const int64_t flops = op.flops_per_output * outputs[0].toTensor().numel();
-  if (op.kind == OpInputs::Kind::convolution) {
+  if (op.kind == OpInputs::Kind::kConvolution) {
     counting->convolution_flops += flops;
   } else {
     counting->matmul_flops += flops;

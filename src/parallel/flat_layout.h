@@ -2,9 +2,9 @@
 // 64-byte boundary as the allocator would place it alone, padded at the end with zeros to W equal
 // shards of ceil(N / W) elements (W = 1: no end padding). The alignment is not for speed: some
 // kernels sum in an order that follows their operands' alignment (LibTorch 2.x's oneDNN 1x1
-// convolution, dptrain's dense layer, on a weight 16 bytes off), so a parameter viewed from the
-// buffer must sit as a tensor of its own would, or ZeRO's and dp's steps part from stage 0's and
-// single's in the last bit. The gaps are zeros that no gradient, norm or step changes. ZeRO lays
+// convolution, dptrain's dense layer, on a weight that is not 16-byte aligned), so a parameter
+// viewed from the buffer must sit as a tensor of its own would, or ZeRO's steps part from stage
+// 0's in the last bit. The gaps are zeros that no gradient, norm or step changes. ZeRO lays
 // the parameters out in the gradient buckets' order, so that each bucket is one contiguous range
 // and a rank's gradients come straight out of the flat gradients. Rank r owns elements [r * S, (r +
 // 1) * S), whatever tensors they belong to: shards split tensors, so that every rank holds the same
@@ -40,7 +40,8 @@ class FlatLayout {
   int64_t offset(size_t param) const { return offsets_.at(param); }
   int64_t numel_of(size_t param) const { return numels_.at(param); }
 
-  // Per-parameter tensors (model order, any shapes) end to end in flat order, then zero padding.
+  // Per-parameter tensors (model order, any shapes), each at its offset; zeros in the gaps and the
+  // end padding.
   torch::Tensor flatten(const std::vector<torch::Tensor>& per_param) const;
   // Views of `flat` shaped like each tensor of `like` (model order): flatten's inverse.
   std::vector<torch::Tensor> unflatten(const torch::Tensor& flat,

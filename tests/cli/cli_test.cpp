@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "core/fs.h"
-#include "core/torch_compat.h"
 #include "model/lenet.h"
 #include "model/state_dict.h"
 #include "support/fixtures.h"

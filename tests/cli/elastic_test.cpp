@@ -94,7 +94,7 @@ void train_elastically(const TempDir& dir, const std::string& torchrun) {
   // torchrun 2.x's agent store (torchrun_protocol_test.cpp). And with the agent's store shared, a
   // node that comes back never joins: torchrun 2.15's rank-0 agent writes the round's MASTER_ADDR
   // only in its first round (dynamic_rendezvous.py: the bootstrap info is built once), so the
-  // returning agent waits 60 s for it and fails, whatever its ranks run (docs/usage.md says so).
+  // returning agent waits 60 s for it and fails, whatever its ranks run (docs/backends.md says so).
   std::vector<std::string> env = kSecret;
   env.emplace_back("TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1");
   BackgroundRun node0(args, env, torchrun_on(hosts, 0, torchrun));

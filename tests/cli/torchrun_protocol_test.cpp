@@ -2,8 +2,17 @@
 // ranks use torchrun's agent store: a clear error within the probe's time that names the way out,
 // and training once it is taken. Each side's test runs where such a torchrun and such a dptrain
 // meet: Debian's torchrun (1.13) beside a dptrain of pip's torch 2.x (scripts/check_torch_pip.sh),
-// the venv's torchrun 2.x beside a dptrain of Debian's LibTorch 1.13.
+// the venv's torchrun 2.x beside a dptrain of Debian's LibTorch 1.13. And a store that never
+// answers at all, on every build.
 #include "support/catch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
 
 #include "core/torch_compat.h"
 #include "support/fixtures.h"
@@ -14,7 +23,8 @@ using namespace dptrain::testing;
 
 namespace {
 
-// One epoch of the tiny data set in `dir`/data on 2 ddp CPU ranks, and 5 s for the store's probe.
+// One epoch of the tiny data set in `dir`/data on 2 ddp CPU ranks, and 5 s for the store's probe
+// (a later --set wins).
 void add_settings(std::vector<std::string>& words, const TempDir& dir) {
   for (const std::string& set :
        {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=20"),
@@ -25,9 +35,10 @@ void add_settings(std::vector<std::string>& words, const TempDir& dir) {
   }
 }
 
-ProcessResult run_words(const std::vector<std::string>& words, const std::filesystem::path& out) {
-  return run_program("/bin/sh",
-                     "-c " + shell_words({shell_words(words) + " --output " + out.string()}));
+ProcessResult run_words(const std::vector<std::string>& words, const std::filesystem::path& out,
+                        const std::vector<std::string>& env = {}) {
+  return run_program(
+      "/bin/sh", "-c " + shell_words({shell_words(words) + " --output " + out.string()}), {}, env);
 }
 
 // Debian's torchrun, where its python3's torch is a 1.x.
@@ -76,10 +87,7 @@ TEST_CASE(
     CHECK_THAT(shared.err, ContainsSubstring("answered no query within 5 s: a torchrun of "
                                              "PyTorch 2.x serves a store protocol"));
     CHECK_THAT(shared.err, ContainsSubstring("export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"));
-    const auto own = run_program(
-        "/bin/sh",
-        "-c " + shell_words({shell_words(words) + " --output " + (dir / "own").string()}), {},
-        {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"});
+    const auto own = run_words(words, dir / "own", {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"});
     INFO(own.err);
     CHECK(own.status == 0);
     CHECK(summary_of(dir / "own").at("world_size") == 2);
@@ -119,12 +127,20 @@ TEST_CASE(
   shared.insert(shared.end(), {"--master_port", std::to_string(free_port())});
   shared.insert(shared.end(), program.begin(), program.end());
   add_settings(shared, dir);
+  const auto started = std::chrono::steady_clock::now();
   const auto refused = run_words(shared, dir / "shared");
+  const auto took = std::chrono::steady_clock::now() - started;
   INFO(refused.err);
   CHECK(refused.status != 0);
+  // The probe's 5 s and LibTorch 2.x's backoff past it (up to half the time again), not the
+  // 10 minutes of torchrun's default timeout; without a backtrace of every attempt.
+  CHECK(took < std::chrono::seconds(20));
+  CHECK_THAT(refused.err, !ContainsSubstring("frame #"));
   CHECK_THAT(refused.err, ContainsSubstring("rank 0: could not reach torchrun's store at "
                                             "127.0.0.1:"));
-  CHECK_THAT(refused.err, ContainsSubstring(" within 5 s: "));
+  // Within the 5 s, or after LibTorch 2.x's backoff took it past them.
+  CHECK(std::regex_search(refused.err,
+                          std::regex(R"( (within 5 s|after [0-9.]+ s \(of 5 s allowed\)): )")));
   CHECK_THAT(refused.err, ContainsSubstring("a torchrun of PyTorch 1.x closes this dptrain's "
                                             "(LibTorch " +
                                             dptrain::core::compat::libtorch_version() +
@@ -140,4 +156,45 @@ TEST_CASE(
   INFO(trained.err);
   CHECK(trained.status == 0);
   CHECK(summary_of(dir / "own").at("world_size") == 2);
+}
+
+TEST_CASE(
+    "a torchrun store that accepts a rank and never answers ends it within the probe's time, "
+    "naming the store",
+    "[cli][ddp][torchrun]") {
+  // A socket that listens and never accepts: the kernel completes the connection, and nothing
+  // ever answers (a wrong MASTER_PORT on a silent service, a hostile server).
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), length) == 0);
+  REQUIRE(::listen(listener, 8) == 0);
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 120, 40);
+  std::vector<std::string> words = {"train"};
+  add_settings(words, dir);
+  words.insert(words.end(), {"--set", "parallel.timeout_s=2", "--output", (dir / "run").string()});
+  const auto started = std::chrono::steady_clock::now();
+  // Rank 1 of 2 as torchrun's agent starts it when it shares its store.
+  const auto run = run_dptrain(
+      shell_words(words), {},
+      {"WORLD_SIZE=2", "RANK=1", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+       "MASTER_PORT=" + port, "TORCHELASTIC_USE_AGENT_STORE=True"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  ::close(listener);
+  INFO(run.err);
+  CHECK(run.status != 0);
+  // 2 s, or LibTorch 2.x's 2 s of connecting and half as much again for its retries: not the
+  // 10 minutes of parallel.timeout_s's default, nor for ever.
+  CHECK(took < std::chrono::seconds(15));
+  CHECK_THAT(run.err, ContainsSubstring("rank 1: torchrun's store at 127.0.0.1:" + port));
+  CHECK_THAT(run.err, ContainsSubstring(dptrain::core::compat::kStoreSpeaksPre2Protocol
+                                            ? " answered no query within 2 s"
+                                            : " did not answer this dptrain's first query "
+                                              "within 2 s"));
 }
