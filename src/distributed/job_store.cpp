@@ -78,6 +78,30 @@ std::string other_protocol_hint() {
          "store of their own), or run the torchrun of the PyTorch dptrain was built against";
 }
 
+// Where a store cannot be reached: with LibTorch 2.x, perhaps a torchrun 1.x that closes it.
+std::string unreachable_hint() {
+  return core::compat::kStoreSpeaksPre2Protocol
+             ? "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running"
+             : other_protocol_hint();
+}
+
+// A client of the TCPStore at `host`, or none when it did not connect and answer in time.
+// LibTorch 2.x's client asks the server a first query (a ping) and waits for the answer without
+// a timeout: a server that accepts and never answers would hold the rank for ever. Its own
+// retries end at options.timeout plus up to half of it (their backoff), so that error, which says
+// more, comes first where there is one.
+c10::intrusive_ptr<c10d::TCPStore> connect_within(const std::string& host,
+                                                  const c10d::TCPStoreOptions& options) {
+  auto connected = std::make_shared<c10::intrusive_ptr<c10d::TCPStore>>();
+  const QuietC10Log quiet;
+  const bool in_time = finishes_within(
+      [connected, host, options] {
+        *connected = c10::make_intrusive<c10d::TCPStore>(host, options);
+      },
+      options.timeout * 3 / 2 + std::chrono::seconds(1));
+  return in_time ? *connected : c10::intrusive_ptr<c10d::TCPStore>();
+}
+
 // torchrun's agent store: a c10d TCPStore that torchrun serves.
 c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const StorePlan& plan,
                                                std::chrono::milliseconds timeout) {
@@ -94,30 +118,14 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
   const core::Stopwatch waited;
   const std::string where = plan.host + ":" + std::to_string(plan.port);
   try {
-    // LibTorch 2.x's client asks the server a first query (a ping) and waits for the answer
-    // without a timeout: a server that accepts and never answers would hold the rank for ever.
-    // Its own retries end at `probe` plus up to half of it (their backoff), so that error, which
-    // says more, comes first where there is one.
-    auto connected = std::make_shared<c10::intrusive_ptr<c10d::TCPStore>>();
-    bool in_time = false;
-    {
-      const QuietC10Log quiet;
-      in_time = finishes_within(
-          [connected, host = plan.host, options] {
-            *connected = c10::make_intrusive<c10d::TCPStore>(host, options);
-          },
-          probe * 3 / 2 + std::chrono::seconds(1));
-    }
-    if (!in_time) {
+    c10::intrusive_ptr<c10d::TCPStore> store = connect_within(plan.host, options);
+    if (!store) {
       throw Error(ErrorCode::kDistributed,
                   "rank " + std::to_string(info.rank) + ": torchrun's store at " + where +
                       " did not answer this dptrain's first query within " +
                       std::to_string(probe.count() / 1000) + " s",
-                  core::compat::kStoreSpeaksPre2Protocol
-                      ? "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running"
-                      : other_protocol_hint());
+                  unreachable_hint());
     }
-    c10::intrusive_ptr<c10d::TCPStore> store = *connected;
     store->setTimeout(timeout);
     // torchrun 2.x shares its rendezvous store with the ranks (TORCHELASTIC_USE_AGENT_STORE under
     // --rdzv_backend c10d), which a LibTorch 1.x client cannot speak to: it connects, and its
@@ -140,9 +148,7 @@ c10::intrusive_ptr<c10d::Store> torchrun_store(const RankInfo& info, const Store
     throw Error(ErrorCode::kDistributed,
                 "rank " + std::to_string(info.rank) + ": could not reach torchrun's store at " +
                     where + " " + core::waited_text(elapsed, probe) + ": " + core::message_of(e),
-                core::compat::kStoreSpeaksPre2Protocol
-                    ? "check MASTER_ADDR and MASTER_PORT, and that torchrun's agent is running"
-                    : other_protocol_hint());
+                unreachable_hint());
   }
 }
 
