@@ -13,14 +13,16 @@
 #    CLI11's users) have: torch.compiled_with_cxx11_abi() is checked first.
 # 2. Gloo's headers, which the wheel lacks and Debian 12 has too old: Debian unstable's
 #    libgloo-dev, checked against the archive's signed index (gpgv, Debian's keyring) and unpacked,
-#    not installed, under DIR/gloo-<version> (DIR: $XDG_CACHE_HOME/dptrain-torch-pip).
+#    not installed, under DIR/gloo-<the .deb's SHA256> (DIR: $XDG_CACHE_HOME/dptrain-torch-pip):
+#    scripts/torch2/gloo_headers.sh.
 # 3. scripts/test.sh with BUILD_DIR (default build-pip) and DPTRAIN_PIP_TORCH, which
 #    cmake/pip_torch.cmake reads (it says why torch.utils.cmake_prefix_path alone is not enough),
 #    and the venv's torchrun first on PATH, as a pip user has it: the tests of torchrun's examples
 #    and elastic runs meet the torchrun of the torch dptrain was built against. (Debian's, of
 #    PyTorch 1.13, serves a store protocol that a LibTorch 2.x client cannot speak; a test of its
 #    own, torchrun_protocol_test.cpp, checks the error that says so.)
-# Exit 0 only when the build and every test passed. About 40 minutes on 2 cores, too long for CI.
+# Exit 0 only when the build and every test passed. 32 minutes from nothing on 2 cores, too long
+# for CI.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-pip
@@ -58,6 +60,11 @@ fi
 private_dir "$cache"
 gloo=$(gloo_headers "$cache" "$mirror")
 echo "check_torch_pip: Gloo's headers from $gloo" >&2
+# scripts/build.sh passes CMAKE_ARGS to a build folder's first configure only: an existing one is
+# told where the torch and the headers are now (another venv, newer headers: a rebuild).
+if [[ -f $build/CMakeCache.txt ]]; then
+  cmake -S "$root" -B "$build" -DDPTRAIN_PIP_TORCH="$site" -DGLOO_INCLUDE_DIR="$gloo" >/dev/null
+fi
 launchers=$build/launchers  # torchrun alone, so that python3 on PATH stays the system's
 mkdir -p "$launchers"
 [[ -x $(dirname "$python")/torchrun ]] ||

@@ -26,7 +26,8 @@ fetch() {
   mv -f "$tmp" "$1"
 }
 
-# signed_release DIR MIRROR: unstable's Release, signed by Debian and valid now, in DIR/Release.
+# signed_release DIR MIRROR: unstable's Release, signed by Debian, in DIR/Release (an expired one
+# is said, not refused).
 signed_release() {
   local dir=$1 mirror=$2 tmp suite until
   tmp=$(mktemp "$dir/InRelease.XXXXXX") || return
