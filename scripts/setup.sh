@@ -12,6 +12,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   "${torch_packages[@]}"
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev libstb-dev
+  libsodium-dev  # SHA-256, HMAC and random bytes (src/core/crypto.h)
   dataset-fashion-mnist
   iproute2  # the tests' test hosts (network namespaces)
   python3-protobuf python3-crc32c

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/crypto.h"
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -149,7 +150,7 @@ std::string StoreClient::shake_hands(int fd, Clock::time_point deadline) const {
                : "no answer to the handshake from " + where();
   }
   const std::string server_nonce = challenge.substr(0, store::kNonceSize);
-  if (!store::same_bytes(challenge.substr(store::kNonceSize),
+  if (!core::same_bytes(challenge.substr(store::kNonceSize),
                          store::server_proof(key, client_nonce, server_nonce))) {
     // Another job's store, whatever listens where an old address pointed, or a rank given
     // another secret: from here they look alike.

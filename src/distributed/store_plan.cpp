@@ -3,8 +3,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/random.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 #include "distributed/rendezvous_file.h"
 
 namespace dptrain::distributed {

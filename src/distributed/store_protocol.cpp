@@ -1,6 +1,6 @@
 #include "distributed/store_protocol.h"
 
-#include "core/random.h"
+#include "core/crypto.h"
 #include "serialize/little_endian.h"
 
 namespace dptrain::distributed::store {
@@ -96,13 +96,6 @@ std::string server_proof(const core::Sha256Digest& key, const std::string& clien
 std::string client_proof(const core::Sha256Digest& key, const std::string& client_nonce,
                          const std::string& server_nonce) {
   return proof(key, "client", client_nonce, server_nonce);
-}
-
-bool same_bytes(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  uint8_t difference = 0;
-  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<uint8_t>(a[i] ^ b[i]);
-  return difference == 0;
 }
 
 std::string integer_field(int64_t value) {

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 namespace dptrain::distributed::store {
 
@@ -52,8 +52,6 @@ std::string server_proof(const core::Sha256Digest& key, const std::string& clien
                          const std::string& server_nonce);
 std::string client_proof(const core::Sha256Digest& key, const std::string& client_nonce,
                          const std::string& server_nonce);
-// Equality in constant time.
-bool same_bytes(std::string_view a, std::string_view b);
 
 // Requests.
 enum class Op : uint8_t {

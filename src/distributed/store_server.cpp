@@ -19,6 +19,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/crypto.h"
 #include "core/error.h"
 #include "distributed/store_protocol.h"
 #include "distributed/store_table.h"
@@ -246,7 +247,7 @@ struct StoreServer::Loop {
     }
     if (c.stage == Connection::Stage::kProof && c.in.size() >= store::kProofSize) {
       const std::string expected = store::client_proof(key, c.client_nonce, c.server_nonce);
-      if (!store::same_bytes(std::string_view(c.in).substr(0, store::kProofSize), expected)) {
+      if (!core::same_bytes(std::string_view(c.in).substr(0, store::kProofSize), expected)) {
         return refuse(c);
       }
       c.in.erase(0, store::kProofSize);

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "core/fs.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 namespace dptrain::runs {
 namespace {

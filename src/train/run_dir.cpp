@@ -9,8 +9,7 @@
 #include "config/json_text.h"
 #include "core/error.h"
 #include "core/fs.h"
-#include "core/random.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 #include "core/wall_clock.h"
 #include "train/branch.h"
 

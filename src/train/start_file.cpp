@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 namespace dptrain::train {
 namespace {

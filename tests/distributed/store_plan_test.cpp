@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/file_lock.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 #include "distributed/rendezvous_file.h"
 #include "support/catch.h"
 #include "support/fixtures.h"

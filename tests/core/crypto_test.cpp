@@ -1,4 +1,4 @@
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 #include "support/catch.h"
 
