@@ -3,11 +3,11 @@
 
 #include "config/load.h"
 #include "core/error.h"
-#include "distributed/rendezvous.h"
 #include "fuzz_input.h"
+#include "launch/environment.h"
 #include "model/registry.h"
-#include "parallel/factory.h"
-#include "train/checkpoint.h"
+#include "parallel/backend.h"
+#include "train/checkpoint_io.h"
 
 namespace {
 
@@ -15,7 +15,7 @@ struct Target {
   dptrain::config::Config config = dptrain::config::resolve_config(
       std::nullopt, "defaults", {"parallel.devices=cpu"}, {"lenet"});
   std::unique_ptr<dptrain::parallel::Backend> backend = dptrain::parallel::make_backend(
-      config.parallel, dptrain::model::make_model(config.model), dptrain::distributed::RankInfo{});
+      config.parallel, dptrain::model::make_model(config.model), dptrain::launch::RankInfo{});
   torch::optim::SGD optimizer{backend->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9)};
 };
 
@@ -24,7 +24,7 @@ struct Target {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Target target;
   try {
-    dptrain::train::read_checkpoint(dptrain::fuzz::input_file(data, size), target.config,
+    dptrain::train::load_checkpoint(dptrain::fuzz::input_file(data, size), target.config,
                                     *target.backend, target.optimizer);
   } catch (const dptrain::core::Error&) {
   }

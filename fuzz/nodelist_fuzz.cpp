@@ -2,16 +2,16 @@
 #include <string>
 
 #include "core/error.h"
-#include "distributed/nodelist.h"
+#include "launch/nodelist.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string list(reinterpret_cast<const char*>(data), size);
   try {
-    dptrain::distributed::expand_nodelist(list);
+    dptrain::launch::expand_nodelist(list);
   } catch (const dptrain::core::Error&) {
   }
   try {
-    dptrain::distributed::expand_tasks_per_node(list);
+    dptrain::launch::expand_tasks_per_node(list);
   } catch (const dptrain::core::Error&) {
   }
   return 0;

@@ -2,8 +2,8 @@
 // send them: a stranger's hello and proof, or (odd first byte) an authenticated peer's frames,
 // decoded and applied to the store's table. What a peer may cause is a refused handshake, a
 // ProtocolError that ends its connection, and replies.
-#include "distributed/store_protocol.h"
-#include "distributed/store_table.h"
+#include "store/protocol.h"
+#include "store/table.h"
 
 namespace store = dptrain::distributed::store;
 

@@ -2,15 +2,15 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "run/reader.h"
 #include "runs/compare.h"
 #include "runs/plot.h"
-#include "runs/run_folder.h"
 
 namespace dptrain::app {
 
 int run_compare(const cli::Command& command) {
-  std::vector<runs::RunView> views;
-  for (const auto& dir : runs::find_runs(command.runs)) views.push_back(runs::read_run(dir));
+  std::vector<run::RunView> views;
+  for (const auto& dir : run::find_runs(command.runs)) views.push_back(run::read_run(dir));
   const runs::Table table = runs::compare_runs(views);
   const runs::TableFormat format = command.format == "markdown" ? runs::TableFormat::kMarkdown
                                    : command.format == "csv"    ? runs::TableFormat::kCsv

@@ -11,7 +11,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "data/classes.h"
-#include "distributed/rendezvous.h"
+#include "launch/environment.h"
 #include "train/evaluate_model.h"
 
 namespace dptrain::app {
@@ -42,9 +42,8 @@ int run_evaluate(const cli::Command& command, const std::vector<std::string>& ar
   if (auto status = launch_ranks_if_needed(command, config, argv, Purpose::kEvaluate)) {
     return *status;
   }
-  const distributed::RankInfo rank =
-      distributed::detect_launcher(distributed::process_environment())
-          .value_or(distributed::RankInfo{});
+  const launch::RankInfo rank =
+      launch::detect_launcher(launch::process_environment()).value_or(launch::RankInfo{});
   core::init_logging(config::name_of(config.log.level), rank.rank);
   spdlog::info("evaluating {} on its {} set in batches of {}, with the experiment of {}",
                command.model_file.string(), command.split, config.data.batch_size, source);

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/registry.h"
-#include "train/checkpoint_file.h"
+#include "run/checkpoint_format.h"
 
 namespace dptrain::app {
 namespace {
@@ -62,7 +62,7 @@ config::Config resolve_for_model(const cli::Command& command, std::string& sourc
     return resolve(command);
   }
   const std::filesystem::path& model = command.model_file;
-  if (const auto text = train::checkpoint_config_text(model)) {
+  if (const auto text = run::checkpoint_config_text(model)) {
     source = "the checkpoint's own";
     return resolve_run_experiment(command, *text, model.string() + " (its config)");
   }

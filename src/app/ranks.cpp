@@ -6,8 +6,8 @@
 #include "config/load.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "distributed/launcher.h"
-#include "distributed/rendezvous.h"
+#include "launch/environment.h"
+#include "launch/launcher.h"
 #include "model/registry.h"
 #include "parallel/devices.h"
 #include "train/session.h"
@@ -70,26 +70,25 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
     parallel::device_for_local_rank(config.parallel.devices, local,
                                     nodes.node_rank * local_ranks + local);
   }
-  distributed::LocalLaunch launch;
-  launch.local_ranks = local_ranks;
-  launch.nnodes = nodes.nnodes;
-  launch.node_rank = nodes.node_rank;
-  launch.master_addr = nodes.master_addr;
-  launch.master_port = static_cast<uint16_t>(nodes.master_port);
-  launch.timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
+  launch::LocalLaunch plan;
+  plan.local_ranks = local_ranks;
+  plan.nnodes = nodes.nnodes;
+  plan.node_rank = nodes.node_rank;
+  plan.master_addr = nodes.master_addr;
+  plan.master_port = static_cast<uint16_t>(nodes.master_port);
+  plan.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
   if (purpose == Purpose::kTrain) {
-    launch.max_restarts = max_restarts(command, config);
-    launch.restart_argv = resuming(argv);
+    plan.max_restarts = max_restarts(command, config);
+    plan.restart_argv = resuming(argv);
   }
-  return distributed::run_local_ranks(argv, launch);
+  return launch::run_local_ranks(argv, plan);
 }
 
 }  // namespace
 
 std::optional<int> launch_ranks_if_needed(const cli::Command& command, const config::Config& config,
                                           const std::vector<std::string>& argv, Purpose purpose) {
-  if (distributed::detect_launcher(distributed::process_environment())) return std::nullopt;
+  if (launch::detect_launcher(launch::process_environment())) return std::nullopt;
   if (config.parallel.backend != config::Backend::kDdp) return std::nullopt;
   const int local_ranks = parallel::local_rank_count(config.parallel.devices);
   if (local_ranks <= 1 && command.nodes.nnodes <= 1) return std::nullopt;

@@ -11,7 +11,7 @@
 namespace dptrain::config {
 
 // `launcher`: what started this process ("none", "dptrain", "torchrun", "slurm", "mpirun"; see
-// distributed::RankInfo). The warnings, one per idle key, for the keys that differ from their
+// launch::RankInfo). The warnings, one per idle key, for the keys that differ from their
 // defaults.
 std::vector<std::string> idle_key_warnings(const Config& config, const std::string& launcher);
 

@@ -32,9 +32,9 @@
 #include "core/torch_compat.h"
 #include "core/wall_clock.h"
 #include "distributed/heartbeat.h"
-#include "distributed/job_store.h"
 #include "distributed/peers.h"
 #include "distributed/route.h"
+#include "store/job_store.h"
 
 namespace dptrain::distributed {
 namespace {
@@ -61,7 +61,7 @@ constexpr std::chrono::milliseconds kWatchdogGrace{3000};
 
 // NCCL's sockets (its bootstrap, and its transport without InfiniBand) on the interface that
 // reaches the master, unless the user named one.
-void point_nccl_at(const Endpoint& endpoint, const RankInfo& info) {
+void point_nccl_at(const Endpoint& endpoint, const launch::RankInfo& info) {
   if (info.one_machine() || endpoint.interface.empty()) return;
   if (const char* given = std::getenv("NCCL_SOCKET_IFNAME"); given && *given) return;
   setenv("NCCL_SOCKET_IFNAME", endpoint.interface.c_str(), 1);
@@ -198,15 +198,16 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store, int rank, int 
 
 Communicator::~Communicator() = default;
 
-std::unique_ptr<Communicator> Communicator::join(const RankInfo& info, Transport transport,
+std::unique_ptr<Communicator> Communicator::join(const launch::RankInfo& info, Transport transport,
                                                  torch::Device device,
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   refuse_loopback_master(info);
-  JobStore job = open_job_store(info, plan_store(info, process_environment()), timeout);
+  store::JobStore job =
+      store::open_job_store(info, store::plan_store(info, launch::process_environment()), timeout);
   job.store->set(arrival_key(job.key_prefix, info.rank), std::vector<uint8_t>{1});
   PeerBook book(job.store, job.key_prefix, info.world_size);
-  const Endpoint endpoint = choose_endpoint(info, process_environment(), book, deadline);
+  const Endpoint endpoint = choose_endpoint(info, launch::process_environment(), book, deadline);
   if (transport == Transport::kNccl) point_nccl_at(endpoint, info);
   const std::string address =
       endpoint.address.empty() ? address_of_interface(endpoint.interface) : endpoint.address;

@@ -1,4 +1,4 @@
-// The ranks of a job talking through PyTorch's c10d: a rendezvous store (distributed/job_store.h),
+// The ranks of a job talking through PyTorch's c10d: a rendezvous store (store/job_store.h),
 // then a Gloo (CPU, or CUDA tensors) or NCCL (CUDA) process group for the collectives. Nothing else
 // in dptrain includes c10d's process-group headers; errors come out as dptrain errors naming the
 // rank.
@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "distributed/endpoint.h"
-#include "distributed/rendezvous.h"
+#include "launch/environment.h"
+
+namespace dptrain::store {
+class ServedStore;
+}
 
 namespace dptrain::distributed {
 
 class Heartbeat;
-class ServedStore;
 
 enum class Transport { kGloo, kNccl };
 
@@ -30,11 +33,11 @@ bool nccl_available();
 class Communicator {
  public:
   // Joins the job `info` describes: serves the store (rank 0, when no launcher does) or reaches
-  // it, as distributed/store_plan.h decides, chooses where to listen (distributed/endpoint.h), says
+  // it, as store/plan.h decides, chooses where to listen (distributed/endpoint.h), says
   // so in the store and starts beating (distributed/heartbeat.h), then builds the group. Waits for
   // the store up to `timeout`, then for the group up to `timeout` and a few seconds more at most:
   // then the heartbeat's watchdog ends the process, naming the ranks that never came.
-  static std::unique_ptr<Communicator> join(const RankInfo& info, Transport transport,
+  static std::unique_ptr<Communicator> join(const launch::RankInfo& info, Transport transport,
                                             torch::Device device,
                                             std::chrono::milliseconds timeout);
 
@@ -98,7 +101,8 @@ class Communicator {
   std::string who_went_silent() const;
 
   struct Group;
-  std::unique_ptr<ServedStore> served_;  // rank 0's, when it serves the store: outlives the rest
+  // Rank 0's, when it serves the store: outlives the rest.
+  std::unique_ptr<store::ServedStore> served_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> keys_;  // store_ under the job's and generation's prefix
   int rank_;

@@ -14,18 +14,18 @@ using Clock = std::chrono::steady_clock;
 using core::Error;
 using core::ErrorCode;
 
-std::string rank_name(const RankInfo& info) {
+std::string rank_name(const launch::RankInfo& info) {
   return "rank " + std::to_string(info.rank) + " (node " + std::to_string(info.node_rank) + ")";
 }
 
-std::string loopback_master_message(const RankInfo& info, const std::string& address) {
+std::string loopback_master_message(const launch::RankInfo& info, const std::string& address) {
   return rank_name(info) + ": the master address \"" + info.master_addr + "\" is " + address +
          " here, a loopback address, but the job spans " +
          std::to_string(info.world_size / std::max(info.local_world_size, 1)) +
          " machines: this machine cannot reach node 0 through it, nor node 0 this one";
 }
 
-[[noreturn]] void fail(PeerBook& book, const RankInfo& info, const std::string& message,
+[[noreturn]] void fail(PeerBook& book, const launch::RankInfo& info, const std::string& message,
                        const std::string& hint) {
   book.post_failure(info.rank, message);
   throw Error(ErrorCode::kDistributed, message, hint);
@@ -38,7 +38,8 @@ const char* const kLoopbackHint =
 
 // Node 0 with the master on its loopback: the route to the first rank of another node that says
 // where it is.
-Endpoint route_to_another_node(const RankInfo& info, PeerBook& book, Clock::time_point deadline) {
+Endpoint route_to_another_node(const launch::RankInfo& info, PeerBook& book,
+                               Clock::time_point deadline) {
   while (Clock::now() < deadline) {
     if (core::interrupt_requested()) {
       throw Error(ErrorCode::kInterrupted, rank_name(info) + ": stopped by Ctrl-C");
@@ -72,7 +73,7 @@ Endpoint route_to_another_node(const RankInfo& info, PeerBook& book, Clock::time
 
 }  // namespace
 
-void refuse_loopback_master(const RankInfo& info) {
+void refuse_loopback_master(const launch::RankInfo& info) {
   if (info.one_machine() || info.node_rank == 0 || info.master_addr.empty()) return;
   const std::string address = resolve_host(info.master_addr, rank_name(info));
   if (is_loopback_address(address)) {
@@ -80,7 +81,7 @@ void refuse_loopback_master(const RankInfo& info) {
   }
 }
 
-Endpoint choose_endpoint(const RankInfo& info, const EnvLookup& env, PeerBook& book,
+Endpoint choose_endpoint(const launch::RankInfo& info, const launch::EnvLookup& env, PeerBook& book,
                          Clock::time_point deadline) {
   if (const auto interface = env("GLOO_SOCKET_IFNAME")) {
     return {"", *interface, "GLOO_SOCKET_IFNAME"};

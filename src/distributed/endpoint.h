@@ -14,7 +14,7 @@
 #include <string>
 
 #include "distributed/peers.h"
-#include "distributed/rendezvous.h"
+#include "launch/environment.h"
 
 namespace dptrain::distributed {
 
@@ -27,11 +27,11 @@ struct Endpoint {
 // Before a rank that is not on node 0 looks for the store: a distributed error, at once, when the
 // master address is a loopback address here (it would wait out the timeout for a store that is
 // on another machine).
-void refuse_loopback_master(const RankInfo& info);
+void refuse_loopback_master(const launch::RankInfo& info);
 
 // A distributed error naming the rank, the address and its hint when no endpoint can be chosen;
 // posts that error in `book` first, so that node 0, waiting for this rank's address, ends too.
-Endpoint choose_endpoint(const RankInfo& info, const EnvLookup& env, PeerBook& book,
+Endpoint choose_endpoint(const launch::RankInfo& info, const launch::EnvLookup& env, PeerBook& book,
                          std::chrono::steady_clock::time_point deadline);
 
 // The start line's words: "10.78.0.2 on eth0 (the route to the master 10.78.0.1)".

@@ -1,7 +1,7 @@
 // What the ranks of a job tell each other through the store so that a failure can name who is
 // gone: where each rank is (its node, address, interface and host name), that it is alive (a
 // heartbeat counter, distributed/heartbeat.h), and why a rank gave up before the group formed. Keys
-// sit under the job's and generation's prefix (distributed/store_plan.h), as every key dptrain
+// sit under the job's and generation's prefix (store/plan.h), as every key dptrain
 // sets.
 #pragma once
 
@@ -14,7 +14,7 @@
 namespace dptrain::distributed {
 
 // The store key that rank `rank` sets on reaching the rendezvous, under the job's and generation's
-// `key_prefix` (distributed/store_plan.h): what a failed rendezvous reads to name the ranks that
+// `key_prefix` (store/plan.h): what a failed rendezvous reads to name the ranks that
 // never came.
 std::string arrival_key(const std::string& key_prefix, int rank);
 // The ranks below `world` whose arrival key `store` lacks ({} when the store cannot be read).

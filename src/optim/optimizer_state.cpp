@@ -18,14 +18,14 @@ struct StateNames {
   const char* kind = "";
 };
 
-StateNames names_of(const torch::optim::Optimizer& optimizer) {
-  if (dynamic_cast<const torch::optim::SGD*>(&optimizer))
-    return {{"momentum_buffer"}, false, "SGD"};
-  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) {
-    return {{"exp_avg", "exp_avg_sq"}, true, "AdamW"};
-  }
-  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) {
-    return {{"exp_avg", "exp_avg_sq"}, true, "Adam"};
+StateNames names_of(config::OptimizerName kind) {
+  switch (kind) {
+    case config::OptimizerName::kSgd:
+      return {{"momentum_buffer"}, false, "SGD"};
+    case config::OptimizerName::kAdam:
+      return {{"exp_avg", "exp_avg_sq"}, true, "Adam"};
+    case config::OptimizerName::kAdamw:
+      return {{"exp_avg", "exp_avg_sq"}, true, "AdamW"};
   }
   throw PickleError("an optimizer whose state dptrain does not save");
 }
@@ -71,40 +71,24 @@ ParamState parse_entry(const StateNames& names, const Value& fields, const torch
 
 }  // namespace
 
-std::vector<torch::Tensor> optimizer_params(const torch::optim::Optimizer& optimizer) {
-  std::vector<torch::Tensor> params;
-  for (const auto& group : optimizer.param_groups()) {
-    params.insert(params.end(), group.params().begin(), group.params().end());
-  }
-  return params;
-}
-
-ValuePtr state_value(const torch::optim::Optimizer& optimizer) {
-  const StateNames names = names_of(optimizer);
-  const std::vector<torch::Tensor> params = optimizer_params(optimizer);
+ValuePtr state_value(config::OptimizerName kind, const StateList& states) {
+  const StateNames names = names_of(kind);
   std::vector<std::pair<ValuePtr, ValuePtr>> state;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (const auto s = read_param_state(optimizer, params[i])) {
-      state.emplace_back(serialize::integer(static_cast<int64_t>(i)), state_entry(names, *s));
-    }
+  std::vector<ValuePtr> indices;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const auto number = static_cast<int64_t>(i);
+    if (states[i]) state.emplace_back(serialize::integer(number), state_entry(names, *states[i]));
+    indices.push_back(serialize::integer(number));
   }
   std::vector<ValuePtr> groups;
-  int64_t first = 0;
-  for (const auto& group : optimizer.param_groups()) {
-    std::vector<ValuePtr> indices;
-    for (size_t k = 0; k < group.params().size(); ++k) {
-      indices.push_back(serialize::integer(first + static_cast<int64_t>(k)));
-    }
-    first += static_cast<int64_t>(group.params().size());
-    groups.push_back(serialize::dict({entry("params", serialize::list(std::move(indices)))}));
-  }
+  groups.push_back(serialize::dict({entry("params", serialize::list(std::move(indices)))}));
   return serialize::dict({entry("state", serialize::dict(std::move(state))),
                           entry("param_groups", serialize::list(std::move(groups)))});
 }
 
-StateList parse_state(const Value& value, const torch::optim::Optimizer& optimizer,
+StateList parse_state(const Value& value, config::OptimizerName kind,
                       const std::vector<torch::Tensor>& params) {
-  const StateNames names = names_of(optimizer);
+  const StateNames names = names_of(kind);
   const Value& state =
       serialize::as(Value::Kind::kDict, serialize::at(value, "state", "the optimizer's state"),
                     "the optimizer's \"state\"");
@@ -123,14 +107,6 @@ StateList parse_state(const Value& value, const torch::optim::Optimizer& optimiz
                     "the optimizer's state of parameter " + std::to_string(i));
   }
   return states;
-}
-
-void apply_state(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params,
-                 const StateList& states) {
-  optimizer.state().clear();
-  for (size_t i = 0; i < params.size() && i < states.size(); ++i) {
-    if (states[i]) write_param_state(optimizer, params[i], *states[i]);
-  }
 }
 
 }  // namespace dptrain::optim

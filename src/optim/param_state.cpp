@@ -77,4 +77,27 @@ int64_t state_bytes(const torch::optim::Optimizer& optimizer) {
   return bytes;
 }
 
+std::vector<torch::Tensor> optimizer_params(const torch::optim::Optimizer& optimizer) {
+  std::vector<torch::Tensor> params;
+  for (const auto& group : optimizer.param_groups()) {
+    params.insert(params.end(), group.params().begin(), group.params().end());
+  }
+  return params;
+}
+
+StateList read_state(const torch::optim::Optimizer& optimizer,
+                     const std::vector<torch::Tensor>& params) {
+  StateList states;
+  for (const auto& p : params) states.push_back(read_param_state(optimizer, p));
+  return states;
+}
+
+void apply_state(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params,
+                 const StateList& states) {
+  optimizer.state().clear();
+  for (size_t i = 0; i < params.size() && i < states.size(); ++i) {
+    if (states[i]) write_param_state(optimizer, params[i], *states[i]);
+  }
+}
+
 }  // namespace dptrain::optim

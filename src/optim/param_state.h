@@ -25,4 +25,17 @@ void write_param_state(torch::optim::Optimizer& optimizer, const torch::Tensor& 
 // The bytes of every state tensor `optimizer` holds.
 int64_t state_bytes(const torch::optim::Optimizer& optimizer);
 
+// A whole optimizer's state, one entry per parameter in the optimizer's order: nothing for a
+// parameter before its first step. What checkpoints hold, whatever backend or ZeRO stage wrote it.
+using StateList = std::vector<std::optional<ParamState>>;
+
+// Every parameter of `optimizer`, group after group: the numbering of a StateList.
+std::vector<torch::Tensor> optimizer_params(const torch::optim::Optimizer& optimizer);
+// The state of `optimizer` over `params` (its own, in its order).
+StateList read_state(const torch::optim::Optimizer& optimizer,
+                     const std::vector<torch::Tensor>& params);
+// Replaces the state of `optimizer` (over `params`, in that order) by `states`.
+void apply_state(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params,
+                 const StateList& states);
+
 }  // namespace dptrain::optim

@@ -1,7 +1,8 @@
-// The one interface the trainer sees. A backend owns the model's copies on its devices and knows
-// how a step's gradients come together: single has one copy; dp scatters a batch over replicas in
-// one process and sums their gradients; ddp all-reduces across processes. World size 1 is just a
-// case.
+// The one interface the trainer sees, and the one header of parallel/ that train/ includes. A
+// backend owns the model's copies on its devices and knows how a step's gradients come together:
+// single has one copy; dp scatters a batch over replicas in one process and sums their gradients;
+// ddp all-reduces across processes. World size 1 is just a case. What the trainer needs of ZeRO
+// (the optimizer's state gathered and sharded, memory figures) comes through it too.
 #pragma once
 
 #include <torch/torch.h>
@@ -10,6 +11,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "config/config.h"
+#include "launch/environment.h"
+#include "optim/param_state.h"
 
 namespace dptrain::parallel {
 
@@ -28,6 +33,10 @@ class Backend {
   virtual torch::Device input_device() const = 0;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  // "[cpu]", "[cuda:0, cuda:1]": devices() as d2l lists them.
+  std::string devices_text() const;
+  // Waits for the work queued on input_device(), so that a timer read afterwards measures it.
+  void synchronize_device() const;
 
   // The model's parameters (the master copy): what checkpoints, evaluation and model files read.
   virtual std::vector<torch::Tensor> parameters() = 0;
@@ -39,13 +48,23 @@ class Backend {
   virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerFactory& make) {
     return make(parameters());
   }
-  // The tensors whose .grad the optimizer reads after synchronize_gradients(): the parameters, or
+  // The tensors whose .grad the optimizer reads after finish_backward(): the parameters, or
   // under ZeRO this rank's shard. Unscaling and clipping work on these.
   virtual std::vector<torch::Tensor> optimizer_parameters() { return parameters(); }
   // Whether optimizer_parameters() are a shard, different on each rank: figures taken from their
   // gradients (a norm, an inf/nan check) must then be summed with sum_over_shards().
   virtual bool shards_optimizer() const { return false; }
   virtual double sum_over_shards(double local) { return local; }
+  // The optimizer's whole state, one entry per parameter in parameters()' order: what a checkpoint
+  // holds. Every rank calls it: under ZeRO it is a collective in which each rank sends its shard,
+  // and rank 0 alone gets the whole (the others an empty list).
+  virtual optim::StateList optimizer_state(torch::optim::Optimizer& optimizer);
+  // Loads a whole state in that layout, from any backend, ZeRO stage or world size: this rank
+  // keeps its share (all of it, unsharded).
+  virtual void load_optimizer_state(torch::optim::Optimizer& optimizer,
+                                    const optim::StateList& whole);
+  // The bytes of optimizer state this rank holds (under ZeRO, its shard's).
+  virtual int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
   virtual void set_training(bool training) = 0;
 
   // Whether the backward of the coming training forward completes the step's gradients (true), or
@@ -54,9 +73,11 @@ class Backend {
   virtual void set_gradient_sync(bool /*sync*/) {}
   // Logits for a batch already on input_device().
   virtual torch::Tensor forward(const torch::Tensor& input) = 0;
-  // After each backward: leaves the gradients summed so far in parameters()' .grad on every rank,
-  // reduced over the ranks when the backward was synced (see set_gradient_sync).
-  virtual void synchronize_gradients() = 0;
+  // After the trainer's backward of each micro-batch's loss, which reaches this backend's own
+  // graph: completes that backward (dp runs its replicas' backward here; ddp waits for the
+  // all-reduces its hooks started) and leaves the gradients summed so far in parameters()' .grad
+  // on every rank, reduced over the ranks when the backward was synced (see set_gradient_sync).
+  virtual void finish_backward() = 0;
   // Sums each value over the ranks, in place (metrics and evaluation counts).
   virtual void all_reduce_sum(std::vector<double>& values) = 0;
   // Every rank's `mine`, in rank order: small texts (a path, a digest), exchanged once per `key`
@@ -72,5 +93,12 @@ class Backend {
   // shard's.
   virtual int64_t gradient_bytes();
 };
+
+// Builds the backend that `parallel.backend` names, around a freshly initialised model, for this
+// process's place in the job (`rank`: world size 1 when it runs alone). `sync_batchnorm`
+// (model.sync_batchnorm): ddp's BatchNorm layers normalise over the global batch. (factory.cpp)
+std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
+                                      torch::nn::AnyModule model, const launch::RankInfo& rank,
+                                      bool sync_batchnorm = false);
 
 }  // namespace dptrain::parallel

@@ -164,7 +164,7 @@ torch::Tensor DataParallel::forward(const torch::Tensor& input) {
   return gathered;
 }
 
-void DataParallel::synchronize_gradients() {
+void DataParallel::finish_backward() {
   if (!pending_) return;  // no training forward since the last step
   const PendingBackward pending = std::move(*pending_);
   pending_.reset();

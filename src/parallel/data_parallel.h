@@ -4,7 +4,7 @@
 //   2. the batch is split along dim 0 into one chunk per replica (chunk_sizes);
 //   3. the replicas run side by side, a thread per device (on CUDA each on a stream of its own);
 //   4. their outputs are gathered on the output device, where the trainer takes the loss.
-// The trainer's backward reaches only the gathered logits; synchronize_gradients() then runs each
+// The trainer's backward reaches only the gathered logits; finish_backward() then runs each
 // replica's backward on its own thread (the autograd engine would run every CPU replica's on the
 // calling thread, one after the other) and adds the replicas' flat gradients into the master's.
 #pragma once
@@ -41,7 +41,7 @@ class DataParallel : public Backend {
   std::vector<torch::Tensor> buffers() override { return replicas_[0].buffers; }
   void set_training(bool training) override;
   torch::Tensor forward(const torch::Tensor& input) override;
-  void synchronize_gradients() override;
+  void finish_backward() override;
   void all_reduce_sum(std::vector<double>& /*values*/) override {}  // one process sees everything
 
  private:
@@ -55,7 +55,7 @@ class DataParallel : public Backend {
     FlatBuffer flat_grads;  // replicas 1..: their parameters' .grad are views of it
     std::optional<c10::Stream> stream;
   };
-  // What forward() keeps for synchronize_gradients().
+  // What forward() keeps for finish_backward().
   struct PendingBackward {
     std::vector<torch::Tensor> outputs;  // each replica's, still attached to its graph
     torch::Tensor gathered;              // the detached logits the trainer's loss saw

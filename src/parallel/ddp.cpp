@@ -55,7 +55,23 @@ std::vector<torch::Tensor> DistributedDataParallel::optimizer_parameters() {
   return {zero_->master()};
 }
 
-void DistributedDataParallel::synchronize_gradients() {
+// Under ZeRO the trainer's optimizer is the ZeroOptimizer that make_optimizer() made.
+optim::StateList DistributedDataParallel::optimizer_state(torch::optim::Optimizer& optimizer) {
+  if (!zero_) return Backend::optimizer_state(optimizer);
+  return dynamic_cast<ZeroOptimizer&>(optimizer).gather_state();
+}
+
+void DistributedDataParallel::load_optimizer_state(torch::optim::Optimizer& optimizer,
+                                                   const optim::StateList& whole) {
+  if (!zero_) return Backend::load_optimizer_state(optimizer, whole);
+  dynamic_cast<ZeroOptimizer&>(optimizer).load_state(whole);
+}
+
+int64_t DistributedDataParallel::optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  return parallel::optimizer_state_bytes(optimizer);
+}
+
+void DistributedDataParallel::finish_backward() {
   // A backward outside prepare_for_backward() (no_sync, evaluation) finishes nothing: its
   // gradients stay in .grad, unreduced.
   reducer_->finish();

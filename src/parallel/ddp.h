@@ -37,10 +37,14 @@ class DistributedDataParallel : public Backend {
   std::vector<torch::Tensor> optimizer_parameters() override;
   bool shards_optimizer() const override { return zero_ != nullptr; }
   double sum_over_shards(double local) override { return zero_ ? zero_->sum(local) : local; }
+  optim::StateList optimizer_state(torch::optim::Optimizer& optimizer) override;
+  void load_optimizer_state(torch::optim::Optimizer& optimizer,
+                            const optim::StateList& whole) override;
+  int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) override;
   void set_training(bool training) override;
   void set_gradient_sync(bool sync) override { sync_ = sync; }
   torch::Tensor forward(const torch::Tensor& input) override;
-  void synchronize_gradients() override;
+  void finish_backward() override;
   void all_reduce_sum(std::vector<double>& values) override;
   std::vector<std::string> all_gather_text(const std::string& key,
                                            const std::string& mine) override {

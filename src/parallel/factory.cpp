@@ -1,4 +1,4 @@
-#include "parallel/factory.h"
+#include "parallel/backend.h"
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +13,7 @@ namespace dptrain::parallel {
 namespace {
 
 std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::nn::AnyModule model,
-                                  const distributed::RankInfo& rank, bool sync_batchnorm) {
+                                  const launch::RankInfo& rank, bool sync_batchnorm) {
   const torch::Device device = device_for_local_rank(config.devices, rank.local_rank, rank.rank);
   const std::optional<std::string> obstacle = why_not_nccl(config.devices);
   const TransportChoice choice = choose_transport(config.dist_backend, device, rank.rank, obstacle,
@@ -32,7 +32,7 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
                 "ddp: parallel.dist_backend auto picks {}: {}",
                 distributed::transport_name(transport), choice.reason);
   }
-  spdlog::info("ddp: {} on {}, joining over {} at {}", distributed::describe(rank), device.str(),
+  spdlog::info("ddp: {} on {}, joining over {} at {}", launch::describe(rank), device.str(),
                distributed::transport_name(transport),
                rank.master_addr.empty()
                    ? std::string("this process")
@@ -53,7 +53,7 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const config::ParallelConfig& config,
-                                      torch::nn::AnyModule model, const distributed::RankInfo& rank,
+                                      torch::nn::AnyModule model, const launch::RankInfo& rank,
                                       bool sync_batchnorm) {
   if (config.backend == config::Backend::kDdp) {
     return make_ddp(config, std::move(model), rank, sync_batchnorm);

@@ -19,7 +19,7 @@ class SingleDevice : public Backend {
   std::vector<torch::Tensor> buffers() override { return model_.ptr()->buffers(); }
   void set_training(bool training) override { model_.ptr()->train(training); }
   torch::Tensor forward(const torch::Tensor& input) override;
-  void synchronize_gradients() override {}  // one copy: its gradients are already complete
+  void finish_backward() override {}  // one copy: its gradients are already complete
   void all_reduce_sum(std::vector<double>& /*values*/) override {}
 
  private:

@@ -6,13 +6,12 @@
 namespace dptrain::parallel {
 
 ZeroOptimizer::ZeroOptimizer(OptimizerFactory make, ZeroShard& shard)
-    : ZeroOptimizer(make, shard, make({shard.master()})) {}
+    : ZeroOptimizer(shard, make({shard.master()})) {}
 
-ZeroOptimizer::ZeroOptimizer(OptimizerFactory make, ZeroShard& shard,
+ZeroOptimizer::ZeroOptimizer(ZeroShard& shard,
                              std::unique_ptr<torch::optim::Optimizer> shard_optimizer)
     : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(shard.parameters())},
                               shard_optimizer->defaults().clone()),
-      make_(std::move(make)),
       shard_(shard),
       shard_optimizer_(std::move(shard_optimizer)) {}
 
@@ -25,37 +24,25 @@ torch::Tensor ZeroOptimizer::step(LossClosure /*closure*/) {
   return {};
 }
 
-void ZeroOptimizer::consolidate() {
+optim::StateList ZeroOptimizer::gather_state() {
   const std::optional<optim::ParamState> mine =
       optim::read_param_state(*shard_optimizer_, shard_.master());
-  // Every rank steps together, so either all have state or none has.
-  if (shard_.layout().rank() == 0) consolidated_ = make_(shard_.parameters());
-  if (!mine) return;
+  const bool keeps = shard_.layout().rank() == 0;
   const std::vector<torch::Tensor>& params = shard_.parameters();
+  // Every rank steps together, so either all have state or none has.
+  if (!mine) return keeps ? optim::StateList(params.size()) : optim::StateList{};
   std::vector<optim::ParamState> joined(params.size(), optim::ParamState{mine->step, {}});
   for (size_t k = 0; k < mine->tensors.size(); ++k) {
     // A collective: every rank takes part, though only rank 0 keeps what it gathers.
     const torch::Tensor flat = shard_.gather(
         mine->tensors[k], "the gathering of optimizer state " + std::to_string(k) + " to rank 0");
-    if (!consolidated_) continue;
+    if (!keeps) continue;
     // Copies, not views of the padded whole: a checkpoint saves each as a tensor of its own.
     const std::vector<torch::Tensor> per_param = shard_.layout().unflatten(flat, params);
     for (size_t i = 0; i < params.size(); ++i) joined[i].tensors.push_back(per_param[i].clone());
   }
-  if (!consolidated_) return;
-  for (size_t i = 0; i < params.size(); ++i) {
-    optim::write_param_state(*consolidated_, params[i], joined[i]);
-  }
-}
-
-std::unique_ptr<torch::optim::Optimizer> ZeroOptimizer::take_consolidated() {
-  if (!consolidated_) {
-    throw core::Error(core::ErrorCode::kRuntime,
-                      "ZeRO: the optimizer's state was saved before every rank sent its shard",
-                      "this is a bug in dptrain: call consolidate() on every rank first");
-  }
-  consolidated_->param_groups().at(0).options().set_lr(param_groups().at(0).options().get_lr());
-  return std::move(consolidated_);  // the whole state is only wanted for the file
+  if (!keeps) return {};
+  return optim::StateList(joined.begin(), joined.end());
 }
 
 void ZeroOptimizer::load_state(const optim::StateList& whole) {

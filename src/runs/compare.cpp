@@ -75,7 +75,7 @@ struct Figures {
   nlohmann::json samples_per_sec;
 };
 
-Figures figures_of(const RunView& run) {
+Figures figures_of(const run::RunView& run) {
   Figures f;
   double train_sec = 0, samples = 0, best = -1;
   for (const auto& e : run.epochs) {
@@ -139,13 +139,13 @@ std::string markdown_cell(const std::string& raw) {
 
 }  // namespace
 
-std::vector<std::string> differing_keys(const std::vector<RunView>& runs) {
+std::vector<std::string> differing_keys(const std::vector<run::RunView>& runs) {
   std::vector<Leaves> leaves;
   for (const auto& run : runs) leaves.push_back(leaves_of(run.config));
   return keys_that_differ(leaves);
 }
 
-std::vector<std::string> run_names(const std::vector<RunView>& runs) {
+std::vector<std::string> run_names(const std::vector<run::RunView>& runs) {
   std::vector<std::vector<std::string>> parts;
   for (const auto& run : runs) {
     std::vector<std::string> p;
@@ -176,7 +176,7 @@ std::vector<std::string> run_names(const std::vector<RunView>& runs) {
 namespace {
 
 // One run's row and JSON record; `leaves` are its config's.
-void add_run(Table& table, const RunView& run, const Leaves& leaves, const std::string& name,
+void add_run(Table& table, const run::RunView& run, const Leaves& leaves, const std::string& name,
              const std::vector<std::string>& keys) {
   const nlohmann::json& s = run.summary ? *run.summary : nlohmann::json::object();
   const nlohmann::json parallel = run.config.value("parallel", nlohmann::json::object());
@@ -215,7 +215,7 @@ void add_run(Table& table, const RunView& run, const Leaves& leaves, const std::
 
 }  // namespace
 
-Table compare_runs(const std::vector<RunView>& runs) {
+Table compare_runs(const std::vector<run::RunView>& runs) {
   // Each config is flattened once: a config of many keys, once per key that differs, would cost
   // the square of its size.
   std::vector<Leaves> leaves;

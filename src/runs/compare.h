@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runs/run_folder.h"
+#include "run/reader.h"
 
 namespace dptrain::runs {
 
@@ -21,12 +21,12 @@ struct Table {
 };
 
 // The leaf keys ("optimizer.lr") whose values are not the same in every run's config.json.
-std::vector<std::string> differing_keys(const std::vector<RunView>& runs);
+std::vector<std::string> differing_keys(const std::vector<run::RunView>& runs);
 
 // Runs' names: their paths without the folders that all of them share.
-std::vector<std::string> run_names(const std::vector<RunView>& runs);
+std::vector<std::string> run_names(const std::vector<run::RunView>& runs);
 
-Table compare_runs(const std::vector<RunView>& runs);
+Table compare_runs(const std::vector<run::RunView>& runs);
 
 std::string format_table(const Table& table, TableFormat format);
 

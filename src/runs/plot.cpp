@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "core/child_process.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "launch/supervisor.h"
 
 namespace dptrain::runs {
 namespace {
@@ -58,7 +58,7 @@ std::string plot_command(const std::vector<std::filesystem::path>& data,
 
 }  // namespace
 
-void plot_runs(const std::vector<RunView>& runs, const std::vector<std::string>& names,
+void plot_runs(const std::vector<run::RunView>& runs, const std::vector<std::string>& names,
                const std::filesystem::path& svg) {
   ScratchDir scratch;
   std::vector<std::filesystem::path> data;
@@ -84,10 +84,9 @@ void plot_runs(const std::vector<RunView>& runs, const std::vector<std::string>&
   script += "unset multiplot\n";
   core::write_file_atomic(scratch.path() / "plot.gp", script);
   const auto log = scratch.path() / "gnuplot.log";
-  core::ChildOptions options;
-  options.log = log;
-  const int status = core::wait_for(
-      core::start_program("gnuplot", {(scratch.path() / "plot.gp").string()}, options));
+  launch::ChildSpec spec = launch::program_spec("gnuplot", {(scratch.path() / "plot.gp").string()});
+  spec.log = log;
+  const int status = launch::wait_for(launch::start_child(spec));
   if (status == 127) {
     throw core::Error(core::ErrorCode::kUsage, "--plot needs gnuplot, which is not installed",
                       "install it: apt-get install gnuplot-nox (or scripts/setup.sh gnuplot-nox)");

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "runs/run_folder.h"
+#include "run/reader.h"
 
 namespace dptrain::runs {
 
 // Writes the picture to `svg` (through a temporary beside it). A usage error with the package to
 // install when gnuplot is missing; an error with gnuplot's words when it fails.
-void plot_runs(const std::vector<RunView>& runs, const std::vector<std::string>& names,
+void plot_runs(const std::vector<run::RunView>& runs, const std::vector<std::string>& names,
                const std::filesystem::path& svg);
 
 }  // namespace dptrain::runs

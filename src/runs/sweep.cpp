@@ -1,7 +1,6 @@
 #include "runs/sweep.h"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -17,15 +16,15 @@
 #include <optional>
 #include <set>
 
-#include "core/child_process.h"
 #include "core/error.h"
 #include "core/file_lock.h"
 #include "core/fs.h"
 #include "core/interrupt.h"
 #include "core/terminal.h"
+#include "launch/supervisor.h"
+#include "run/reader.h"
 #include "runs/compare.h"
 #include "runs/grid.h"
-#include "runs/run_folder.h"
 #include "runs/sweep_record.h"
 
 namespace dptrain::runs {
@@ -48,46 +47,15 @@ std::vector<std::string> train_args(const SweepPlan& plan, const std::vector<std
   return args;
 }
 
-// The points running, by pid. Leaving run_points by an exception (a log that cannot be opened,
-// no processes left) stops those still running as a preemption would (each writes a checkpoint
-// and exits 75) and waits for them: no point trains on unwatched, none is left a zombie.
-class RunningPoints {
- public:
-  RunningPoints() = default;
-  RunningPoints(const RunningPoints&) = delete;
-  RunningPoints& operator=(const RunningPoints&) = delete;
-  ~RunningPoints() {
-    signal_all(SIGTERM);
-    // A point stuck where it cannot act on the notice is killed after a grace, as the launcher
-    // does with its ranks.
-    constexpr int kGraceTenths = 300;
-    for (int t = 0; !points_.empty() && t < kGraceTenths; ++t) {
-      int raw = 0;
-      const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
-      if (pid > 0) take(pid);
-      if (pid == 0 || (pid < 0 && errno == EINTR)) ::usleep(100 * 1000);
-      if (pid < 0 && errno == ECHILD) points_.clear();
-    }
-    signal_all(SIGKILL);
-    for (const auto& [pid, index] : points_) core::wait_for(pid);
-  }
-  void add(pid_t pid, int64_t index) { points_[pid] = index; }
-  std::optional<int64_t> take(pid_t pid) {
-    const auto it = points_.find(pid);
-    if (it == points_.end()) return std::nullopt;
-    const int64_t index = it->second;
-    points_.erase(it);
-    return index;
-  }
-  void signal_all(int signal) const {
-    for (const auto& [pid, index] : points_) ::kill(pid, signal);
-  }
-  void forget_all() { points_.clear(); }
-  bool empty() const { return points_.empty(); }
-  size_t size() const { return points_.size(); }
+// How long a point stopped as a preemption would be stopped (each writes a checkpoint and exits
+// 75) gets before it is killed, when the sweep leaves by an exception.
+constexpr std::chrono::seconds kStopGrace{30};
 
- private:
-  std::map<pid_t, int64_t> points_;
+// Leaving run_points by an exception (a log that cannot be opened, no processes left) stops the
+// points still running and waits for them: no point trains on unwatched, none is left a zombie.
+struct StopPointsOnExit {
+  launch::Children& points;
+  ~StopPointsOnExit() { points.stop_all(SIGTERM, kStopGrace); }
 };
 
 std::filesystem::path point_log(const std::filesystem::path& dir, int64_t index) {
@@ -97,26 +65,25 @@ std::filesystem::path point_log(const std::filesystem::path& dir, int64_t index)
 // Starts point `index`, its stdout and stderr appended to its log; returns where in the log its
 // lines begin (a re-run appends to the earlier run's).
 uint64_t start_point(const SweepPlan& plan, const std::vector<std::vector<std::string>>& points,
-                     int64_t index, RunningPoints& running) {
+                     int64_t index, launch::Children& running) {
   const auto& point = points[index];
-  core::ChildOptions options;
-  options.hold_signals = true;
-  options.own_group = true;
-  options.log = point_log(plan.dir, index);
+  launch::ChildSpec spec = launch::program_spec("/proc/self/exe", train_args(plan, point, index));
+  spec.hold_signals = true;
+  spec.own_group = true;
+  spec.log = point_log(plan.dir, index);
   std::error_code ec;
-  const uintmax_t before = std::filesystem::file_size(*options.log, ec);
+  const uintmax_t before = std::filesystem::file_size(*spec.log, ec);
   const int64_t threads = point_threads(plan, index);
   try {
     record_threads(plan.dir, index, threads);
   } catch (const std::exception& e) {  // a record: never the end of the points running
     spdlog::warn("could not record point {}'s thread count in sweep.json: {}", index, e.what());
   }
-  running.add(core::start_program("/proc/self/exe", train_args(plan, point, index), options),
-              index);
+  running.add(launch::start_child(spec), index);
   std::string sets;
   for (const auto& set : point) sets += (sets.empty() ? "" : " ") + set;
   spdlog::info("sweep: point {} of {} started ({}), {} thread{}, log {}", index, points.size(),
-               sets, threads, threads == 1 ? "" : "s", options.log->string());
+               sets, threads, threads == 1 ? "" : "s", spec.log->string());
   return ec ? 0 : before;
 }
 
@@ -173,9 +140,9 @@ class PointEcho {
 // A re-run of the sweep (or a task that SLURM starts again) leaves a finished point alone, even
 // one without a checkpoint to resume from.
 bool finished_already(const std::filesystem::path& dir) {
-  if (!is_run_folder(dir)) return false;
+  if (!run::is_run_folder(dir)) return false;
   try {
-    return read_run(dir).state == "finished";
+    return run::read_run(dir).finished();
   } catch (const std::exception&) {
     return false;  // unreadable: trained again, which rewrites its files
   }
@@ -301,7 +268,8 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
   const auto points = grid_points(plan.axes);
   core::ensure_own_folder(plan.dir / "logs", "the sweep's log folder");
   warn_of_thread_change(plan, indices);
-  RunningPoints running;
+  launch::Children running;
+  const StopPointsOnExit stop_on_exit{running};
   std::optional<PointEcho> echo;  // one point at a time: its lines, tagged, on stderr
   int first_failure = 0;
   bool interrupt_passed = false, notice_passed = false;
@@ -329,24 +297,17 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
     }
     if (running.empty()) break;
     // Polled, so that a notice is passed on while the points run.
-    int raw = 0;
-    const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
-    if (pid == 0 || (pid < 0 && errno == EINTR)) {
-      if (echo) echo->pass_on(/*ended=*/false);
+    const auto ended = running.reap();
+    if (!ended) {
+      if (echo) echo->pass_on(/*ended=*/running.gone());
+      if (running.gone()) break;  // no child left to wait for: none of ours can still run
       ::usleep(100 * 1000);
       continue;
     }
-    if (pid < 0) {  // no child left to wait for: none of ours can still run
-      if (echo) echo->pass_on(/*ended=*/true);
-      running.forget_all();
-      break;
-    }
-    const auto index = running.take(pid);
-    if (!index) continue;
     if (echo) echo->pass_on(/*ended=*/true);
     echo.reset();
-    const int status = core::exit_status_of(raw);
-    spdlog::info("sweep: point {} ended with status {}", *index, status);
+    const int status = launch::exit_status_of(ended->raw_status);
+    spdlog::info("sweep: point {} ended with status {}", ended->id, status);
     if (status != 0 && first_failure == 0) first_failure = status;
     if (indices.size() > 1) write_sweep_table(plan.dir, points.size());  // as points end
   }
@@ -360,9 +321,10 @@ namespace {
 
 std::string write_table(const std::filesystem::path& dir, size_t points) {
   const core::FileLock lock(dir / ".lock", core::FileLock::Mode::kWait);
-  std::vector<RunView> runs;
+  std::vector<run::RunView> runs;
   for (size_t i = 0; i < points; ++i) {
-    if (is_run_folder(dir / std::to_string(i))) runs.push_back(read_run(dir / std::to_string(i)));
+    if (run::is_run_folder(dir / std::to_string(i)))
+      runs.push_back(run::read_run(dir / std::to_string(i)));
   }
   if (runs.empty()) return "";
   const Table table = compare_runs(runs);

@@ -3,7 +3,9 @@
 // from storages. Anything else (an arbitrary class, a function call) is refused, as Python's
 // `weights_only=True` refuses it. The reader checks every operand against the end of the stream
 // before using it, bounds the objects it makes, and keeps a tensor as a view of its storage: a
-// view that repeats elements (stride 0) is never materialised here.
+// view that repeats elements (stride 0) is never materialised here. Ours, not LibTorch's
+// torch::pickle_load: that one takes what a file's pickle asks for (classes rebuilt by the
+// TorchScript importer, storages of any declared size), where a file must be only data.
 #pragma once
 
 #include <torch/torch.h>

@@ -4,18 +4,18 @@
 
 #include <ostream>
 
+#include "run/run_log.h"
 #include "train/live_progress.h"
-#include "train/run_log.h"
 
 namespace dptrain::train {
 
-class ConsoleLog : public RunLog {
+class ConsoleLog : public run::RunLog {
  public:
   // `epoch_lines`: rank 0, not quietened; `epochs`: train.epochs, for "epoch 3/10".
   ConsoleLog(std::ostream& console, LiveProgress& live, bool epoch_lines, int64_t epochs)
       : console_(console), live_(live), epoch_lines_(epoch_lines), epochs_(epochs) {}
-  void step(const StepRecord& r) override;
-  void epoch(const EpochMetrics& m) override;
+  void step(const run::StepRecord& r) override;
+  void epoch(const run::EpochMetrics& m) override;
 
  private:
   std::ostream& console_;

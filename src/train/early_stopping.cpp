@@ -26,7 +26,7 @@ std::string EarlyStopping::monitor() const {
   return config::name_of(config_.monitor);
 }
 
-double EarlyStopping::watched(const EpochMetrics& m) const {
+double EarlyStopping::watched(const run::EpochMetrics& m) const {
   using config::Monitor;
   if (config::needs_validation_set(config_.monitor) && !m.has_val) {
     throw core::Error(
@@ -94,7 +94,7 @@ EarlyStopWatch::EarlyStopWatch(const config::EarlyStoppingConfig& config, bool t
 }
 
 EarlyStopWatch::Verdict EarlyStopWatch::after_epoch(parallel::Backend& backend,
-                                                    const EpochMetrics& m) {
+                                                    const run::EpochMetrics& m) {
   Verdict v;
   if (!stopper_) return v;
   const StopVerdict verdict = stopper_->update(m.epoch, stopper_->watched(m));
@@ -120,8 +120,8 @@ void EarlyStopWatch::restore(const EarlyStopping::State& state,
 }
 
 std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
-                                                const std::vector<EpochMetrics>& epochs,
-                                                RunSummary& summary) {
+                                                const std::vector<run::EpochMetrics>& epochs,
+                                                run::RunSummary& summary) {
   std::vector<std::string> lines;
   if (!enabled_ || epochs.empty()) return lines;
   summary.stopped_early = !reason_.empty();
@@ -136,7 +136,7 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
   if (restore_best_ && best > 0 && best != epochs.back().epoch) {
     copy_into_model(backend, best_weights_);
     // Evaluating the restored weights again would give these same figures.
-    const EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
+    const run::EpochMetrics& m = epochs[static_cast<size_t>(best - 1)];
     summary.test_acc = m.test_acc;
     summary.test_loss = m.test_loss;
     summary.test_correct = m.test_correct;

@@ -11,7 +11,8 @@
 
 #include "config/config.h"
 #include "parallel/backend.h"
-#include "train/metrics.h"
+#include "run/metrics.h"
+#include "run/resume_point.h"
 
 namespace dptrain::train {
 
@@ -28,18 +29,14 @@ class EarlyStopping {
   std::string monitor() const;  // its name, as the config spells it
   bool maximize() const { return maximize_; }
   // The watched figure of an epoch.
-  double watched(const EpochMetrics& m) const;
+  double watched(const run::EpochMetrics& m) const;
   StopVerdict update(int64_t epoch, double value);
 
   int64_t best_epoch() const { return best_epoch_; }  // 0 until a finite value was seen
   double best_value() const { return best_; }
 
   // What a checkpoint keeps, to go on where it left off.
-  struct State {
-    int64_t best_epoch = 0;
-    double best = 0;
-    int64_t without_improvement = 0;
-  };
+  using State = run::EarlyStoppingState;
   State state() const { return {best_epoch_, best_, without_improvement_}; }
   void restore(const State& state);
 
@@ -66,12 +63,13 @@ class EarlyStopWatch {
   };
   // After an epoch's evaluation. A collective under ddp, so that all ranks leave after the same
   // epoch (their figures are all-reduced and agree anyway, but no rank may be left waiting).
-  Verdict after_epoch(parallel::Backend& backend, const EpochMetrics& m);
+  Verdict after_epoch(parallel::Backend& backend, const run::EpochMetrics& m);
 
   // Fills the summary's early-stopping fields. With restore_best, puts the best epoch's weights
   // back into `backend` and makes that epoch's figures the summary's. Returns lines to print.
   std::vector<std::string> finish(parallel::Backend& backend,
-                                  const std::vector<EpochMetrics>& epochs, RunSummary& summary);
+                                  const std::vector<run::EpochMetrics>& epochs,
+                                  run::RunSummary& summary);
 
   // For checkpoints: the watch's state and the best weights it holds (empty when none).
   EarlyStopping::State state() const;

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/torch_compat.h"
 #include "model/registry.h"
-#include "parallel/factory.h"
+#include "parallel/backend.h"
 #include "train/model_file.h"
 #include "train/parameters.h"
 #include "train/precision.h"
@@ -13,7 +13,7 @@
 
 namespace dptrain::train {
 
-EvalResult evaluate_model_file(const config::Config& config, const distributed::RankInfo& rank,
+EvalResult evaluate_model_file(const config::Config& config, const launch::RankInfo& rank,
                                const std::filesystem::path& model_file, Split split) {
   if (split == Split::kVal && config.data.val_split <= 0) {
     throw core::Error(core::ErrorCode::kConfig,
@@ -78,7 +78,7 @@ Classifier::Classifier(const config::Config& config, const std::filesystem::path
   single.devices.resize(1);
   torch::nn::AnyModule model = model::make_model(config.model);
   const std::vector<model::StateSpec> specs = model::state_specs(*model.ptr());
-  backend_ = parallel::make_backend(single, std::move(model), distributed::RankInfo{});
+  backend_ = parallel::make_backend(single, std::move(model), launch::RankInfo{});
   copy_into_model(*backend_, read_model_file(model_file, specs));
   backend_->set_training(false);
 }

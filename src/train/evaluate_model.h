@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "distributed/rendezvous.h"
+#include "launch/environment.h"
 #include "parallel/backend.h"
 #include "train/evaluate.h"
 
@@ -20,7 +20,7 @@ enum class Split { kTest, kVal };
 
 // Every rank calls it; the result is the whole set's on every rank. `val` needs the experiment's
 // data.val_split (a config error otherwise); it holds out the same samples as training did.
-EvalResult evaluate_model_file(const config::Config& config, const distributed::RankInfo& rank,
+EvalResult evaluate_model_file(const config::Config& config, const launch::RankInfo& rank,
                                const std::filesystem::path& model_file, Split split);
 
 // What a person reads: loss and accuracy, accuracy per class, the confusion matrix.

@@ -11,6 +11,8 @@
 #include <functional>
 #include <vector>
 
+#include "run/resume_point.h"
+
 namespace dptrain::train {
 
 struct GradScalerOptions {
@@ -44,10 +46,7 @@ class GradScaler {
   void update();
 
   // What a checkpoint keeps.
-  struct State {
-    double scale = 65536.0;
-    int64_t clean_steps = 0;  // since the last change of scale
-  };
+  using State = run::ScalerState;
   State state() const { return {scale_, clean_steps_}; }
   void restore(const State& state);
 

@@ -3,9 +3,9 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/terminal.h"
+#include "run/checkpoint_format.h"
 #include "serialize/torch_file.h"
 #include "serialize/zip_reader.h"
-#include "train/checkpoint_file.h"
 
 namespace dptrain::train {
 namespace {
@@ -42,7 +42,7 @@ std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
         path.string() + ": neither a state_dict nor a dptrain checkpoint: " + core::message_of(e),
         kHint);
   }
-  const std::optional<CheckpointWeights> weights = checkpoint_weights(path, *root);
+  const std::optional<run::CheckpointWeights> weights = run::checkpoint_weights(path, *root);
   if (!weights) {
     model::StateDict dict;
     try {

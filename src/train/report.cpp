@@ -20,7 +20,7 @@ std::string three_significant(double x) {
   return buffer;
 }
 
-std::string format_epoch_line(const EpochMetrics& m, int64_t epochs) {
+std::string format_epoch_line(const run::EpochMetrics& m, int64_t epochs) {
   char val[64] = "";
   if (m.has_val)
     std::snprintf(val, sizeof val, "  val loss %.4f  val acc %.4f", m.val_loss, m.val_acc);

@@ -11,7 +11,7 @@
 #include "model/registry.h"
 #include "model/state_dict.h"
 #include "optim/optimizer.h"
-#include "parallel/factory.h"
+#include "parallel/backend.h"
 #include "train/precision.h"
 #include "train/step.h"
 
@@ -35,7 +35,7 @@ namespace {
 
 // How many threads of this machine compute side by side: a thread per local ddp rank, and within
 // a process a thread per dp replica on the CPU.
-int cpu_compute_threads(const config::ParallelConfig& parallel, const distributed::RankInfo& rank) {
+int cpu_compute_threads(const config::ParallelConfig& parallel, const launch::RankInfo& rank) {
   int per_process = 1;
   if (parallel.backend == config::Backend::kDp) {
     per_process = static_cast<int>(
@@ -46,7 +46,7 @@ int cpu_compute_threads(const config::ParallelConfig& parallel, const distribute
 
 // 0 threads: the machine's cores, shared out between the threads that compute at once (as
 // torchrun's OMP_NUM_THREADS=1 default intends: ranks that each take every core slow each other).
-void apply_runtime(const config::Config& config, const distributed::RankInfo& rank) {
+void apply_runtime(const config::Config& config, const launch::RankInfo& rank) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int threads = config.runtime.threads > 0
                           ? static_cast<int>(config.runtime.threads)
@@ -154,8 +154,7 @@ void plan_steps(const config::Config& config, Session& s) {
 
 }  // namespace
 
-Session build_session(const config::Config& config, const distributed::RankInfo& rank,
-                      SessionUse use) {
+Session build_session(const config::Config& config, const launch::RankInfo& rank, SessionUse use) {
   apply_runtime(config, rank);
   // The backend first: a device that is not there fails before the data set is read.
   torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights

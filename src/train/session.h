@@ -10,7 +10,7 @@
 
 #include "config/config.h"
 #include "data/loader.h"
-#include "distributed/rendezvous.h"
+#include "launch/environment.h"
 #include "model/state_dict.h"
 #include "optim/schedule.h"
 #include "parallel/backend.h"
@@ -44,7 +44,7 @@ enum class SessionUse { kTrain, kEvaluate };
 
 // Sets this process's intra-op threads, then builds the session. The backend comes first, so that
 // a device that is not there fails before the data set is read.
-Session build_session(const config::Config& config, const distributed::RankInfo& rank,
+Session build_session(const config::Config& config, const launch::RankInfo& rank,
                       SessionUse use = SessionUse::kTrain);
 
 }  // namespace dptrain::train

@@ -24,7 +24,7 @@ MicroBatchOutput accumulate_micro_batch(Session& s, const torch::Tensor& images,
   // Divided only when accumulating, so that a step of one batch computes what it always did.
   const torch::Tensor share = group > 1 ? out.loss / static_cast<double>(group) : out.loss;
   s.scaler.scale_loss(share).backward();
-  backend.synchronize_gradients();
+  backend.finish_backward();
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Communicators over a store that outlives their ranks, as torchrun's agent store outlives the
 // workers it restarts: each generation (restart count) keeps to its own keys.
 #include "distributed/communicator.h"
-#include "distributed/store_plan.h"
+#include "store/plan.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
@@ -29,7 +29,7 @@ std::vector<double> run_generation(const c10::intrusive_ptr<c10d::Store>& store,
       try {
         if (r == late) std::this_thread::sleep_for(std::chrono::milliseconds(500));
         Communicator comm(store, r, world, Transport::kGloo, torch::kCPU, kTimeout,
-                          dptrain::distributed::key_prefix("test", "", generation));
+                          dptrain::store::key_prefix("test", "", generation));
         const torch::Tensor t = torch::full({1}, static_cast<double>(r + 1), torch::kFloat64);
         comm.all_reduce(t, "the test's all-reduce");
         sums[static_cast<size_t>(r)] = t.item<double>();

@@ -12,9 +12,11 @@
 #include "distributed/heartbeat.h"
 #include "distributed/peers.h"
 #include "distributed/route.h"
+#include "launch/environment.h"
 #include "support/catch.h"
 
 using namespace dptrain::distributed;
+using namespace dptrain::launch;
 
 namespace {
 

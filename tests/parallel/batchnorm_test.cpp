@@ -57,7 +57,7 @@ State train(Backend& backend, const Batches& data, int64_t begin, int64_t size) 
     const torch::Tensor x = data.images[s].narrow(0, begin, size);
     const torch::Tensor y = data.labels[s].narrow(0, begin, size);
     torch::nn::functional::cross_entropy(backend.forward(x), y).backward();
-    backend.synchronize_gradients();
+    backend.finish_backward();
     sgd.step();
   }
   backend.set_training(false);  // ddp: the ranks' buffers become rank 0's

@@ -48,7 +48,7 @@ std::vector<torch::Tensor> train(Backend& backend, const std::vector<Batch>& dat
     const torch::Device to = backend.input_device();
     const torch::Tensor loss = F::cross_entropy(backend.forward(b.images.to(to)), b.labels.to(to));
     loss.backward();
-    backend.synchronize_gradients();
+    backend.finish_backward();
     sgd.step();
   }
   std::vector<torch::Tensor> params;
@@ -160,7 +160,7 @@ void step(DataParallel& dp, std::vector<int64_t> rows, float value) {
   for (const int64_t r : rows) x[r].fill_(value);
   const torch::Tensor loss = F::cross_entropy(dp.forward(x), torch::zeros({4}, torch::kInt64));
   loss.backward();
-  dp.synchronize_gradients();
+  dp.finish_backward();
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ std::vector<torch::Tensor> train_steps(torch::Device device, data::LoaderOptions
     REQUIRE(batch->images.device() == device);
     sgd.zero_grad();
     torch::nn::functional::cross_entropy(backend.forward(batch->images), batch->labels).backward();
-    backend.synchronize_gradients();
+    backend.finish_backward();
     sgd.step();
   }
   std::vector<torch::Tensor> params;

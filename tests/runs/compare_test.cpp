@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "core/wall_clock.h"
+#include "run/reader.h"
 #include "runs/compare.h"
-#include "runs/run_folder.h"
 #include "runs/sweep.h"
 #include "support/catch.h"
 #include "support/fixtures.h"
@@ -74,10 +74,10 @@ TEST_CASE("compare shows what differs and what each run measured, unfinished run
   write_run(dir / "d", config_with_lr(0.2), {epoch(1, 0.4, 1), epoch(2, 0.3, 1)}, "running",
             static_cast<int>(::getpid()));
 
-  const auto found = runs::find_runs({dir.path().string()});
+  const auto found = run::find_runs({dir.path().string()});
   REQUIRE(found.size() == 4);
-  std::vector<runs::RunView> views;
-  for (const auto& f : found) views.push_back(runs::read_run(f));
+  std::vector<run::RunView> views;
+  for (const auto& f : found) views.push_back(run::read_run(f));
   CHECK(runs::differing_keys(views) == std::vector<std::string>{"optimizer.lr"});
   CHECK(runs::run_names(views) == std::vector<std::string>{"a", "b", "c", "d"});
   const runs::Table table = runs::compare_runs(views);
@@ -123,8 +123,7 @@ TEST_CASE("compare shows backend, devices and precision once, not again among th
   ddp["precision"] = "bf16";
   write_run(dir / "a", config_with_lr(0.1), {}, "running");
   write_run(dir / "b", ddp, {}, "running");
-  const auto views =
-      std::vector<runs::RunView>{runs::read_run(dir / "a"), runs::read_run(dir / "b")};
+  const auto views = std::vector<run::RunView>{run::read_run(dir / "a"), run::read_run(dir / "b")};
   const runs::Table table = runs::compare_runs(views);
   CHECK(table.columns == std::vector<std::string>{"run", "state", "backend", "devices", "precision",
                                                   "optimizer.lr", "epochs", "test_acc",
@@ -149,7 +148,7 @@ TEST_CASE(
   hostile["neg"] = -0.5;
   write_run(dir / "a", config_with_lr(0.1), {}, "running");
   write_run(dir / "b", hostile, {}, "running");
-  std::vector<runs::RunView> views = {runs::read_run(dir / "a"), runs::read_run(dir / "b")};
+  std::vector<run::RunView> views = {run::read_run(dir / "a"), run::read_run(dir / "b")};
   views[1].config["neg"] = -0.5;
   views[0].config["neg"] = -0.25;
   const runs::Table table = runs::compare_runs(views);
@@ -185,14 +184,14 @@ TEST_CASE("compare flattens each config once, and refuses a run file larger than
   CHECK(testing::run_within_cpu_time(
             [&] {
               const auto table =
-                  runs::compare_runs({runs::read_run(dir / "a"), runs::read_run(dir / "b")});
+                  runs::compare_runs({run::read_run(dir / "a"), run::read_run(dir / "b")});
               if (table.columns.size() != 20000 + 10) throw std::logic_error("wrong columns");
             },
             20) == "returned");
   // A sparse metrics.jsonl of 2 GiB is refused by its size, unread.
   write_run(dir / "c", config_with_lr(0.1), {}, "running");
   std::filesystem::resize_file(dir / "c" / "metrics.jsonl", uint64_t{2} << 30);
-  CHECK_THROWS_WITH(runs::read_run(dir / "c"),
+  CHECK_THROWS_WITH(run::read_run(dir / "c"),
                     ContainsSubstring((dir / "c" / "metrics.jsonl").string() +
                                       ": 2147483648 bytes, more than the 16777216 any such file "
                                       "needs"));
@@ -201,20 +200,20 @@ TEST_CASE("compare flattens each config once, and refuses a run file larger than
 TEST_CASE("compare names an argument that holds no run, and reads quoted globs", "[runs]") {
   TempDir dir;
   std::filesystem::create_directories(dir / "empty");
-  CHECK_THROWS_WITH(runs::find_runs({(dir / "empty").string()}),
+  CHECK_THROWS_WITH(run::find_runs({(dir / "empty").string()}),
                     ContainsSubstring("holds no run folder"));
   write_run(dir / "r1", config_with_lr(0.1), {}, "running");
   write_run(dir / "r2", config_with_lr(0.1), {}, "running");
   write_run(dir / "s" / "10", config_with_lr(0.1), {}, "running");
   write_run(dir / "s" / "2", config_with_lr(0.1), {}, "running");
-  CHECK(runs::find_runs({(dir / "r*").string()}) ==
+  CHECK(run::find_runs({(dir / "r*").string()}) ==
         std::vector<std::filesystem::path>{dir / "r1", dir / "r2"});
   // A sweep's points by number: 2 before 10, numbers before other names.
   write_run(dir / "s" / "1a", config_with_lr(0.1), {}, "running");
-  CHECK(runs::find_runs({(dir / "s").string()}) ==
+  CHECK(run::find_runs({(dir / "s").string()}) ==
         std::vector<std::filesystem::path>{dir / "s" / "2", dir / "s" / "10", dir / "s" / "1a"});
   // A run named twice is one row.
-  CHECK(runs::find_runs(
+  CHECK(run::find_runs(
             {(dir / "r1").string(), (dir / "r1").string() + "/", (dir / "." / "r1").string()}) ==
         std::vector<std::filesystem::path>{dir / "r1"});
 }
@@ -225,11 +224,11 @@ TEST_CASE("compare refuses, naming the folder, run files of another kind or shap
   write_run(dir / "fifo", config_with_lr(0.1), {}, "running");
   REQUIRE(::mkfifo((dir / "fifo" / "summary.json").c_str(), 0600) == 0);
   CHECK_THROWS_WITH(
-      runs::read_run(dir / "fifo"),
+      run::read_run(dir / "fifo"),
       ContainsSubstring((dir / "fifo" / "summary.json").string() + ": is no regular file"));
   // Valid JSON of the wrong shape: a run's folder named, not a JSON library's message alone.
   write_run(dir / "shape", nlohmann::json{{"parallel", 3}}, {}, "running");
-  const auto view = runs::read_run(dir / "shape");
+  const auto view = run::read_run(dir / "shape");
   CHECK_THROWS_WITH(
       runs::compare_runs({view}),
       ContainsSubstring((dir / "shape").string() + ": not a run folder dptrain wrote"));

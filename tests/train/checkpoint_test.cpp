@@ -1,6 +1,7 @@
 // Checkpoints in one process: names and their order, what a checkpoint restores, what it
 // refuses, and that a crash while writing one leaves the previous one whole.
-#include "train/checkpoint.h"
+#include "run/checkpoints.h"
+#include "train/checkpoint_io.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,14 +61,14 @@ bool same_parameters(parallel::Backend& a, parallel::Backend& b) {
   return true;
 }
 
-train::Progress some_progress() {
-  train::Progress p;
+run::ResumePoint some_progress() {
+  run::ResumePoint p;
   p.epoch = 2;
   p.batches_done = 5;
   p.partial.loss = 11.5;
   p.partial.correct = 31;
   p.partial.samples = 40;
-  train::EpochMetrics first;
+  run::EpochMetrics first;
   first.epoch = 1;
   first.test_acc = 0.5;
   p.epochs = {first, first};
@@ -96,8 +97,8 @@ bool unchanged(Trainee& t, const std::vector<torch::Tensor>& copies) {
 serialize::ValuePtr whole_checkpoint(const TempDir& dir) {
   Trainee lenet(1);
   lenet.step(0);
-  train::write_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
-                          lenet.sgd);
+  train::save_checkpoint(dir / "whole.pt", lenet_config(), some_progress(), lenet.backend,
+                         lenet.sgd);
   return serialize::decode_torch_file(core::read_text_file(dir / "whole.pt"));
 }
 
@@ -113,7 +114,7 @@ serialize::ValuePtr& entry_of(const serialize::ValuePtr& root, const std::string
 // The message of the I/O error that reading the checkpoint `path` into `into` must give.
 std::string refusal(const std::filesystem::path& path, Trainee& into) {
   try {
-    train::read_checkpoint(path, lenet_config(), into.backend, into.sgd);
+    train::load_checkpoint(path, lenet_config(), into.backend, into.sgd);
   } catch (const core::Error& e) {
     CHECK(e.code() == core::ErrorCode::kIo);
     return e.what();
@@ -130,15 +131,15 @@ void touch(const std::filesystem::path& path) {
 
 TEST_CASE("checkpoint names sort as training goes, the newest is resumed and old ones pruned",
           "[train][checkpoint]") {
-  CHECK(train::checkpoint_name(3, 0) == "epoch-0003.pt");
-  CHECK(train::checkpoint_name(3, 17) == "epoch-0003-batch-000017.pt");
+  CHECK(run::checkpoint_name(3, 0) == "epoch-0003.pt");
+  CHECK(run::checkpoint_name(3, 17) == "epoch-0003-batch-000017.pt");
   TempDir dir;
   for (const char* name : {"epoch-0002.pt", "epoch-0003.pt", "epoch-0003-batch-000017.pt",
                            "epoch-0001-batch-000090.pt", "best.pt", "epoch-0004.pt.tmp.123"}) {
     touch(dir / name);
   }
-  CHECK(train::latest_checkpoint(dir.path()) == dir / "epoch-0003-batch-000017.pt");
-  train::prune_checkpoints(dir.path(), 2);
+  CHECK(run::latest_checkpoint(dir.path()) == dir / "epoch-0003-batch-000017.pt");
+  run::prune_checkpoints(dir.path(), 2);
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
     left.push_back(e.path().filename().string());
@@ -146,12 +147,12 @@ TEST_CASE("checkpoint names sort as training goes, the newest is resumed and old
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{"best.pt", "epoch-0003-batch-000017.pt", "epoch-0003.pt",
                                          "epoch-0004.pt.tmp.123"});
-  CHECK_FALSE(train::latest_checkpoint(dir / "none").has_value());
+  CHECK_FALSE(run::latest_checkpoint(dir / "none").has_value());
   // A name whose number no run reaches is no checkpoint of ours: std::stoll threw on it.
   touch(dir / "epoch-99999999999999999999.pt");
   touch(dir / "epoch-0001-batch-99999999999999999999.pt");
-  CHECK(train::latest_checkpoint(dir.path()) == dir / "epoch-0003-batch-000017.pt");
-  CHECK_NOTHROW(train::prune_checkpoints(dir.path(), 1));
+  CHECK(run::latest_checkpoint(dir.path()) == dir / "epoch-0003-batch-000017.pt");
+  CHECK_NOTHROW(run::prune_checkpoints(dir.path(), 1));
   CHECK(std::filesystem::exists(dir / "epoch-99999999999999999999.pt"));
 }
 
@@ -161,12 +162,12 @@ TEST_CASE("a checkpoint restores parameters, optimizer state and progress", "[tr
   Trainee original(1);
   original.step(0);
   original.step(1);
-  train::write_checkpoint(dir / "c.pt", config, some_progress(), original.backend, original.sgd);
+  train::save_checkpoint(dir / "c.pt", config, some_progress(), original.backend, original.sgd);
 
   Trainee resumed(2);  // other initial weights, no momentum yet
   REQUIRE_FALSE(same_parameters(original.backend, resumed.backend));
-  const train::Progress p =
-      train::read_checkpoint(dir / "c.pt", config, resumed.backend, resumed.sgd);
+  const run::ResumePoint p =
+      train::load_checkpoint(dir / "c.pt", config, resumed.backend, resumed.sgd);
   CHECK(same_parameters(original.backend, resumed.backend));
   CHECK(p.epoch == 2);
   CHECK(p.batches_done == 5);
@@ -189,8 +190,8 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
           "[train][checkpoint]") {
   TempDir dir;
   Trainee lenet(1);
-  train::write_checkpoint(dir / "lenet.pt", lenet_config(), some_progress(), lenet.backend,
-                          lenet.sgd);
+  train::save_checkpoint(dir / "lenet.pt", lenet_config(), some_progress(), lenet.backend,
+                         lenet.sgd);
   model::register_model("linear", [](const config::ModelConfig&) {
     return torch::nn::AnyModule(torch::nn::Linear(784, 10));
   });
@@ -199,7 +200,7 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
   parallel::SingleDevice backend(model::make_model(other.model), torch::kCPU);
   torch::optim::SGD sgd(backend.parameters(), torch::optim::SGDOptions(0.1));
   try {
-    train::read_checkpoint(dir / "lenet.pt", other, backend, sgd);
+    train::load_checkpoint(dir / "lenet.pt", other, backend, sgd);
     FAIL("a LeNet checkpoint was loaded into a linear model");
   } catch (const core::Error& e) {
     CHECK(e.code() == core::ErrorCode::kConfig);
@@ -211,7 +212,7 @@ TEST_CASE("a checkpoint of another model or a file that is none is refused, nami
   }
   core::write_file_atomic(dir / "junk.pt", "not a checkpoint");
   CHECK_THROWS_MATCHES(
-      train::read_checkpoint(dir / "junk.pt", other, backend, sgd), core::Error,
+      train::load_checkpoint(dir / "junk.pt", other, backend, sgd), core::Error,
       Catch::Matchers::Predicate<core::Error>([&](const core::Error& e) {
         return e.code() == core::ErrorCode::kIo &&
                std::string(e.what()).rfind(
@@ -319,7 +320,7 @@ TEST_CASE(
   for (const auto& [good_left, good_next] :
        std::vector<std::pair<int32_t, uint64_t>>{{1, 0}, {624, 1}, {1, 624}, {300, 325}}) {
     position(good_left, good_next);
-    train::read_checkpoint(dir / "rng.pt", lenet_config(), other.backend, other.sgd);
+    train::load_checkpoint(dir / "rng.pt", lenet_config(), other.backend, other.sgd);
     CHECK(torch::rand({1}).item<float>() >= 0);  // a draw from it
   }
 }
@@ -386,7 +387,7 @@ TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
   const auto path = dir / "epoch-0001.pt";
   Trainee original(1);
   original.step(0);
-  train::write_checkpoint(path, config, some_progress(), original.backend, original.sgd);
+  train::save_checkpoint(path, config, some_progress(), original.backend, original.sgd);
   const std::string before = core::read_text_file(path);
 
   // A child process starts replacing the file with 256 MiB and is killed mid-write: the crash.
@@ -419,8 +420,8 @@ TEST_CASE("a crash while a checkpoint is written leaves the previous one whole",
   CHECK(std::filesystem::file_size(tmp) < big.size());  // it really was cut short
 
   CHECK(core::read_text_file(path) == before);
-  CHECK(train::latest_checkpoint(dir.path()) == path);
+  CHECK(run::latest_checkpoint(dir.path()) == path);
   Trainee resumed(2);
-  train::read_checkpoint(path, config, resumed.backend, resumed.sgd);
+  train::load_checkpoint(path, config, resumed.backend, resumed.sgd);
   CHECK(same_parameters(original.backend, resumed.backend));
 }

@@ -1,8 +1,10 @@
 #include "support/catch.h"
 
+#include "run/metrics.h"
 #include "train/report.h"
 
 using namespace dptrain::train;
+using namespace dptrain::run;
 
 TEST_CASE("seconds are printed with three significant digits, zeros kept", "[train]") {
   CHECK(three_significant(4.1) == "4.10");

@@ -23,7 +23,7 @@ config::Config short_run(const std::vector<std::string>& extra) {
 }
 
 // Every figure of an epoch but its timings.
-std::vector<double> figures(const train::EpochMetrics& m) {
+std::vector<double> figures(const run::EpochMetrics& m) {
   return {m.train_loss,
           m.train_acc,
           m.test_loss,

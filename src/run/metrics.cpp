@@ -1,0 +1,158 @@
+#include "run/metrics.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace dptrain::run {
+
+nlohmann::json to_json(const EpochMetrics& m) {
+  nlohmann::json j = {{"epoch", m.epoch},
+                      {"train_loss", m.train_loss},
+                      {"train_acc", m.train_acc},
+                      {"test_loss", m.test_loss},
+                      {"test_acc", m.test_acc},
+                      {"test_correct", m.test_correct},
+                      {"test_samples", m.test_samples},
+                      {"train_sec", m.train_sec},
+                      {"eval_sec", m.eval_sec},
+                      {"comm_wait_sec", m.comm_wait_sec},
+                      {"train_samples", m.train_samples},
+                      {"batches", m.batches},
+                      {"global_step", m.global_step},
+                      {"lr", m.lr},
+                      {"skipped_steps", m.skipped_steps},
+                      {"optimizer_state_bytes", m.optimizer_state_bytes},
+                      {"gradient_bytes", m.gradient_bytes},
+                      {"peak_rss_bytes", m.peak_rss_bytes},
+                      {"peak_gpu_bytes", m.peak_gpu_bytes},
+                      {"samples_per_sec", m.samples_per_sec()}};
+  if (m.has_val) {
+    j["val_loss"] = m.val_loss;
+    j["val_acc"] = m.val_acc;
+  }
+  if (m.loss_scale > 0) j["loss_scale"] = m.loss_scale;  // fp16's scaler only
+  return j;
+}
+
+namespace {
+
+// JSON has no nan: nlohmann writes it as null, which reads back as nan here.
+double number(const nlohmann::json& j, const char* key) {
+  const auto& v = j.at(key);
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+}  // namespace
+
+EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
+  EpochMetrics m;
+  m.epoch = j.at("epoch").get<int64_t>();
+  m.train_loss = number(j, "train_loss");
+  m.train_acc = number(j, "train_acc");
+  m.test_loss = number(j, "test_loss");
+  m.test_acc = number(j, "test_acc");
+  m.test_correct = j.value("test_correct", int64_t{0});
+  m.test_samples = j.value("test_samples", int64_t{0});
+  m.has_val = j.contains("val_loss");
+  if (m.has_val) {
+    m.val_loss = number(j, "val_loss");
+    m.val_acc = number(j, "val_acc");
+  }
+  m.train_sec = number(j, "train_sec");
+  m.eval_sec = number(j, "eval_sec");
+  m.comm_wait_sec = number(j, "comm_wait_sec");
+  m.train_samples = j.at("train_samples").get<int64_t>();
+  m.batches = j.at("batches").get<int64_t>();
+  m.global_step = j.value("global_step", int64_t{0});  // absent before gradient accumulation
+  m.lr = j.value("lr", 0.0);
+  m.skipped_steps = j.value("skipped_steps", int64_t{0});
+  m.loss_scale = j.value("loss_scale", 0.0);
+  // Absent before ZeRO.
+  m.optimizer_state_bytes = j.value("optimizer_state_bytes", std::vector<int64_t>{});
+  m.gradient_bytes = j.value("gradient_bytes", std::vector<int64_t>{});
+  m.peak_rss_bytes = j.value("peak_rss_bytes", std::vector<int64_t>{});
+  m.peak_gpu_bytes = j.value("peak_gpu_bytes", std::vector<int64_t>{});
+  return m;
+}
+
+nlohmann::json to_json(const EpochTally& s) {
+  return {{"loss_sum", s.loss},
+          {"correct", s.correct},
+          {"samples", s.samples},
+          {"skipped_steps", s.skipped_steps},
+          {"train_sec", s.train_sec}};
+}
+
+EpochTally epoch_tally_from_json(const nlohmann::json& j) {
+  EpochTally s;
+  s.loss = number(j, "loss_sum");
+  s.correct = j.at("correct").get<int64_t>();
+  s.samples = j.at("samples").get<int64_t>();
+  s.skipped_steps = j.at("skipped_steps").get<int64_t>();
+  s.train_sec = number(j, "train_sec");
+  return s;
+}
+
+nlohmann::json to_json(const RunSummary& s) {
+  nlohmann::json j = {
+      {"test_acc", s.test_acc},
+      {"test_loss", s.test_loss},
+      {"test_correct", s.test_correct},
+      {"test_samples", s.test_samples},
+      {"train_loss", s.train_loss},
+      {"train_acc", s.train_acc},
+      {"sec_per_epoch", s.sec_per_epoch},
+      {"eval_sec_per_epoch", s.eval_sec_per_epoch},
+      {"samples_per_sec", s.samples_per_sec},
+      {"epochs_run", s.epochs_run},
+      {"backend", s.backend},
+      {"devices", s.devices},
+      {"world_size", s.world_size},
+      {"threads", s.threads},
+      {"precision", s.precision},
+      {"libtorch_version", s.libtorch_version},
+      {"stopped_early", s.stopped_early},
+      {"stop_reason", s.stop_reason},
+      {"best_epoch", s.best_epoch > 0 ? nlohmann::json(s.best_epoch) : nlohmann::json()},
+      {"best_value", s.best_epoch > 0 ? nlohmann::json(s.best_value) : nlohmann::json()},
+      {"command", s.command},
+      {"started_at", s.started_at},
+      {"finished_at", s.finished_at},
+      {"hosts", s.hosts},
+      {"dptrain_version", s.dptrain_version}};
+  if (s.has_val) {
+    j["val_loss"] = s.val_loss;
+    j["val_acc"] = s.val_acc;
+  }
+  return j;
+}
+
+RunSummary summarize(const std::vector<EpochMetrics>& epochs) {
+  RunSummary s;
+  if (epochs.empty()) return s;
+  const EpochMetrics& last = epochs.back();
+  s.test_acc = last.test_acc;
+  s.test_loss = last.test_loss;
+  s.test_correct = last.test_correct;
+  s.test_samples = last.test_samples;
+  s.train_loss = last.train_loss;
+  s.train_acc = last.train_acc;
+  s.has_val = last.has_val;
+  s.val_loss = last.val_loss;
+  s.val_acc = last.val_acc;
+  double train_sec = 0;
+  double eval_sec = 0;
+  int64_t samples = 0;
+  for (const auto& m : epochs) {
+    train_sec += m.train_sec;
+    eval_sec += m.eval_sec;
+    samples += m.train_samples;
+  }
+  s.epochs_run = static_cast<int64_t>(epochs.size());
+  s.sec_per_epoch = train_sec / s.epochs_run;
+  s.eval_sec_per_epoch = eval_sec / s.epochs_run;
+  s.samples_per_sec = train_sec > 0 ? samples / train_sec : 0;
+  return s;
+}
+
+}  // namespace dptrain::run

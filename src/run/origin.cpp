@@ -1,0 +1,134 @@
+#include "run/origin.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "run/checkpoint_format.h"
+#include "run/checkpoints.h"
+#include "run/layout.h"
+
+namespace dptrain::run {
+namespace {
+
+// A checkpoint named by --resume FILE: of the folder's own run, or of the run this one went on
+// from; into a folder of no run it begins a run of its own, which remembers the file.
+std::filesystem::path named_resume_point(const std::filesystem::path& path, RunFolder& folder) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw core::Error(core::ErrorCode::kIo, path.string() + ": no such checkpoint",
+                      "give a file from a run's checkpoints folder, or --resume auto");
+  }
+  const std::string run = checkpoint_run_id(path);
+  if (!is_run_id(run)) {
+    throw core::Error(
+        core::ErrorCode::kIo,
+        path.string() + ": a damaged checkpoint: its run id \"" + run + "\" is not 16 hex digits",
+        "give another checkpoint from the run's checkpoints folder");
+  }
+  RunRecord& own = folder.record;
+  if (!folder.existing) {
+    own.resumed_from = std::filesystem::absolute(path).string();
+    own.resumed_from_run = run;
+  } else if (run != own.run_id && run != own.resumed_from_run) {
+    throw core::Error(core::ErrorCode::kIo,
+                      path.string() + ": a checkpoint of run " + run + ", but " +
+                          folder.dir.string() + " holds run " + own.run_id,
+                      "resume it into a folder of its own (another --output), or resume run " +
+                          own.run_id + " with --resume auto");
+  }
+  return path;
+}
+
+// --resume auto with no checkpoint of the run's own: where the run began, if it began from
+// another run's checkpoint (which must still be that run's), else a fresh start.
+std::optional<std::filesystem::path> where_it_began(const RunRecord& record,
+                                                    const std::filesystem::path& dir) {
+  if (record.resumed_from.empty()) {
+    spdlog::info("--resume auto: no checkpoint in {}; starting from the beginning", dir.string());
+    return std::nullopt;
+  }
+  const std::filesystem::path began = record.resumed_from;
+  if (checkpoint_run_id(began) != record.resumed_from_run) {
+    throw core::Error(core::ErrorCode::kIo,
+                      began.string() + ": no longer a checkpoint of run " +
+                          record.resumed_from_run + ", where run " + record.run_id + " began",
+                      "resume it by name (--resume FILE) from the checkpoint you mean");
+  }
+  spdlog::info(
+      "--resume auto: no checkpoint of the run's own in {}; going on from {}, where it began",
+      dir.string(), began.string());
+  return began;
+}
+
+// The checkpoint --resume names: a file, or for "auto" the newest in the run's checkpoint folder
+// (none there: where_it_began), which must be of the folder's own run.
+std::optional<std::filesystem::path> resume_point(const OriginRequest& request,
+                                                  const config::Config& config, RunFolder& folder) {
+  if (!request.resume || folder.replaces_earlier) return std::nullopt;
+  if (*request.resume != "auto") return named_resume_point(*request.resume, folder);
+  const std::string& id = folder.record.run_id;
+  const std::filesystem::path dir = checkpoint_dir(config, folder.dir, id);
+  const auto latest = latest_checkpoint(dir);
+  if (!latest) return where_it_began(folder.record, dir);
+  const std::string run = checkpoint_run_id(*latest);
+  if (run != id) {
+    throw core::Error(core::ErrorCode::kIo,
+                      latest->string() + ": a checkpoint of run " + run + ", not of run " + id +
+                          " that " + folder.dir.string() + " holds",
+                      "remove it, or resume it by name (--resume " + latest->string() +
+                          ") into a folder of its own");
+  }
+  return latest;
+}
+
+// Whether the folder's run is this job's own: one its earlier attempt began, which a restart or
+// requeue goes on with.
+bool run_of_this_job(const OriginRequest& request) {
+  if (!request.output || request.restart_count == 0) return false;
+  try {
+    const auto record = run_record_of(*request.output);
+    return record && !record->job.empty() && record->job == request.job_id;
+  } catch (const core::Error&) {  // a damaged run.json belongs to no job: --overwrite replaces it
+    return false;
+  }
+}
+
+// --overwrite replaces the run there; beside --resume auto (a requeued job's command line keeps
+// both) it does so unless the run is this job's own, begun by an earlier attempt (a first attempt
+// that failed before it could start left the earlier run, which is replaced then). --resume alone
+// goes on with the folder's run; else the folder must hold none.
+FolderMode folder_mode(const OriginRequest& request) {
+  if (request.overwrite && !(request.resume && run_of_this_job(request))) {
+    return FolderMode::kOverwrite;
+  }
+  return request.resume ? FolderMode::kResume : FolderMode::kNew;
+}
+
+}  // namespace
+
+OpenedOrigin choose_origin(const OriginRequest& request, const config::Config& config) {
+  const bool existed = request.output && std::filesystem::exists(*request.output);
+  RunFolder folder = open_run_folder(request.output, config, folder_mode(request));
+  OpenedOrigin opened;
+  opened.output = folder.dir;
+  opened.lock = folder.lock;
+  RunOrigin& origin = opened.origin;
+  try {
+    origin.resume = resume_point(request, config, folder);
+  } catch (...) {
+    // A start refused here leaves no empty folder of its making behind.
+    std::error_code ec;
+    if (!existed && std::filesystem::is_empty(folder.dir, ec)) {
+      std::filesystem::remove(folder.dir, ec);
+    }
+    throw;
+  }
+  origin.run = folder.record;
+  origin.run.job = request.job_id;  // the job that starts it now
+  origin.replace_earlier = folder.replaces_earlier;
+  origin.init_from = request.init_from;
+  spdlog::debug("run {} in {}{}", origin.run.run_id, opened.output.string(),
+                origin.replace_earlier ? ", replacing the run there" : "");
+  return opened;
+}
+
+}  // namespace dptrain::run

@@ -1,0 +1,69 @@
+#include "run/run_files.h"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "run/branch.h"
+#include "run/layout.h"
+
+namespace dptrain::run {
+
+RunFiles::RunFiles(const std::filesystem::path& output_dir, const config::Config& config,
+                   const RunOrigin& origin)
+    : dir_(output_dir), config_(config), origin_(origin) {}
+
+void RunFiles::begin(const std::optional<Position>& resumed) {
+  // What a killed run left half-written is of no use to this one. The folder is locked and
+  // nothing is being written yet, so each temporary there is a killed run's.
+  const std::filesystem::path checkpoints = checkpoint_dir(config_, dir_, origin_.run.run_id);
+  // Checked before anything in it is removed or moved: no planted link is followed.
+  core::ensure_own_folder(checkpoints, "the checkpoint folder");
+  // A checkpoint.dir elsewhere is under no lock of this run's (a copy of the run folder has
+  // the same id): only the temporaries of writers gone are certain to be stale there.
+  const bool elsewhere = !config_.checkpoint.dir.empty();
+  for (const auto& dir : {dir_, checkpoints}) {
+    const int removed = dir == checkpoints && elsewhere
+                            ? core::remove_stale_temporaries(dir)
+                            : core::remove_temporaries_in_locked_folder(dir);
+    if (removed > 0) {
+      spdlog::info("removed {} temporary file(s) that a killed run left in {}", removed,
+                   dir.string());
+    }
+  }
+  if (origin_.replace_earlier) remove_earlier_run(dir_, config_);
+  if (origin_.resume) {
+    // A checkpoint from outside the run's folder (the run it began from, an abandoned branch's
+    // folder) begins a history of its own: every checkpoint there is of another.
+    std::error_code ec;
+    const bool own = std::filesystem::weakly_canonical(origin_.resume->parent_path(), ec) ==
+                     std::filesystem::weakly_canonical(checkpoints, ec);
+    set_aside_abandoned_branch(dir_, checkpoints, own && resumed ? *resumed : Position{-1, -1});
+  }
+  write_run_file(dir_, origin_.run);
+  write_run_state(dir_, RunState::kRunning);
+  begun_ = true;
+  const nlohmann::json config = config::to_json(config_);
+  core::write_file_atomic(dir_ / kConfigFile, config.dump(2) + "\n");
+}
+
+void RunFiles::record_state(RunState state) noexcept {
+  if (!begun_) return;
+  try {
+    write_run_state(dir_, state);
+  } catch (const std::exception& e) {
+    spdlog::warn("could not record the run's state ({}) in state.json: {}", name_of(state),
+                 e.what());
+  }
+}
+
+void RunFiles::finish(const RunSummary& summary) {
+  // A command line need not be UTF-8: such bytes become U+FFFD.
+  core::write_file_atomic(
+      dir_ / kSummaryFile,
+      to_json(summary).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  write_run_state(dir_, RunState::kFinished);
+}
+
+}  // namespace dptrain::run
