@@ -7,10 +7,10 @@
 #   scripts/fuzz.sh [--seconds S] [TARGET...]
 #     targets: idx config nodelist checkpoint model_file store tensorboard
 #
-# Each target runs S seconds (default 30) from its committed seeds (fuzz/corpus/TARGET) plus what
-# earlier runs here found (build-asan/corpus/TARGET). A crash, a sanitizer report or an exception
-# other than dptrain's own error stops it: the input is saved under build-asan/findings/ and the
-# script exits non-zero. Make each finding a regression test.
+# Each target runs S seconds (default 30), as many at once as there are cores, from its committed
+# seeds (fuzz/corpus/TARGET) plus what earlier runs here found (build-asan/corpus/TARGET). A crash,
+# a sanitizer report or an exception other than dptrain's own error stops it: the input is saved
+# under build-asan/findings/ and the script exits non-zero. Make each finding a regression test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=30
@@ -41,23 +41,38 @@ checkpoint_seed() {
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 mkdir -p "$build/findings"
-for t in "${targets[@]}"; do
-  corpus=$build/corpus/$t
+for t in "${targets[@]}"; do [[ $t == checkpoint ]] && checkpoint_seed; done
+
+# One target: S seconds from its seeds; 0 when nothing failed.
+fuzz_one() {
+  local t=$1 corpus=$build/corpus/$1 log=$build/findings/$1.log
+  local seeds=("$root/fuzz/corpus/$t")
+  [[ $t == checkpoint ]] && seeds+=("$build/checkpoint-seed")
   mkdir -p "$corpus"
-  seeds=("$root/fuzz/corpus/$t")
-  if [[ $t == checkpoint ]]; then
-    checkpoint_seed
-    seeds+=("$build/checkpoint-seed")
-  fi
   echo "fuzz: $t for $seconds s" >&2
-  log=$build/findings/$t.log
-  if ! "$build/fuzz/${t}_fuzz" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 \
+  "$build/fuzz/${t}_fuzz" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 \
     -rss_limit_mb=4096 -artifact_prefix="$build/findings/$t-" "$corpus" "${seeds[@]}" \
-    >"$log" 2>&1; then
-    tail -n 40 "$log" >&2
-    echo "fuzz: $t found a failing input, saved in $build/findings/ (log: $log)" >&2
-    exit 1
-  fi
-  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)" "$log" |
-    sed "s/^/fuzz: $t /"
+    >"$log" 2>&1
+}
+
+# As many targets at once as the machine has cores (each runs on one, so each still gets S
+# seconds of a core to itself); what they found is reported in the targets' order.
+cores=$(nproc)
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= cores)); do wait -n || true; done
+  rm -f "$build/findings/$t.status"
+  { if fuzz_one "$t"; then echo 0; else echo 1; fi >"$build/findings/$t.status"; } &
 done
+wait
+failed=0
+for t in "${targets[@]}"; do
+  if [[ $(cat "$build/findings/$t.status" 2>/dev/null) != 0 ]]; then
+    failed=1
+    tail -n 40 "$build/findings/$t.log" >&2
+    echo "fuzz: $t found a failing input, saved in $build/findings/ (log: $build/findings/$t.log)" >&2
+    continue
+  fi
+  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)" \
+    "$build/findings/$t.log" | sed "s/^/fuzz: $t /"
+done
+exit "$failed"

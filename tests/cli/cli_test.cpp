@@ -290,7 +290,7 @@ TEST_CASE("Ctrl-C mid-epoch stops a run with workers cleanly, exit status 130", 
 }
 
 TEST_CASE("the torchrun example that train's help prints trains on this machine's torchrun",
-          "[cli][ddp][torchrun]") {
+          "[cli][ddp][torchrun][slow]") {
   if (run_program("/bin/sh", "-c 'torchrun --help >/dev/null 2>&1'").status != 0) {
     DPTRAIN_SKIP("no torchrun here (Debian's python3-torch has one)");
   }

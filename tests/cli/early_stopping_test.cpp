@@ -28,7 +28,7 @@ const std::string kWatchTrainLoss =
 }  // namespace
 
 TEST_CASE("a plateau stops the run at the patience's epoch and restores the best weights",
-          "[cli][early_stopping]") {
+          "[cli][early_stopping][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 90);
   const auto one_epoch = dir / "one";

@@ -160,7 +160,7 @@ void check_ends_as_uninterrupted(const TempDir& dir) {
 TEST_CASE(
     "under torchrun a job shrinks to the node that is left, grows again when the other returns, "
     "and ends as an uninterrupted run does",
-    "[cli][ddp][hosts][torchrun]") {
+    "[cli][ddp][hosts][torchrun][slow]") {
   if (const auto why = TestHosts::unavailable()) DPTRAIN_SKIP(*why);
   const auto programs = torchruns();
   if (programs.empty()) DPTRAIN_SKIP("torchrun skipped: Debian's python3-torch is not installed");

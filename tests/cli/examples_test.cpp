@@ -345,7 +345,7 @@ std::vector<std::string> subcommands() {
 
 }  // namespace
 
-TEST_CASE("every example in dptrain's help runs as printed", "[cli][examples]") {
+TEST_CASE("every example in dptrain's help runs as printed", "[cli][examples][slow]") {
   const std::vector<std::string> names = subcommands();
   REQUIRE(names.size() >= 7);
   size_t ran = run_examples("dptrain --help", help_examples(""));
@@ -355,11 +355,11 @@ TEST_CASE("every example in dptrain's help runs as printed", "[cli][examples]") 
   CHECK(ran >= 25);  // 28 when this was written: the parser still finds them
 }
 
-TEST_CASE("every command in the README runs as printed", "[cli][examples]") {
+TEST_CASE("every command in the README runs as printed", "[cli][examples][slow]") {
   CHECK(run_examples("README.md", doc_commands(kSource / "README.md")) >= 8);  // 10 when written
 }
 
-TEST_CASE("every command in docs/ runs as printed", "[cli][examples]") {
+TEST_CASE("every command in docs/ runs as printed", "[cli][examples][slow]") {
   size_t ran = 0;
   for (const auto& entry : fs::directory_iterator(kSource / "docs")) {
     if (entry.path().extension() != ".md") continue;

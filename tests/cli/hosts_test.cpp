@@ -126,7 +126,7 @@ TEST_CASE(
 }
 
 TEST_CASE("two cluster hosts, the master given by name, train as one machine does",
-          "[cli][ddp][hosts]") {
+          "[cli][ddp][hosts][slow]") {
   SKIP_WITHOUT_TEST_HOSTS();
   trains_as_one_machine(TestHosts::Naming::kCluster, TestHosts::name(0),
                         "(the route to the master " + TestHosts::name(0) + ")");
@@ -135,7 +135,7 @@ TEST_CASE("two cluster hosts, the master given by name, train as one machine doe
 TEST_CASE(
     "a cut link ends every rank within the timeout and 10 s, naming the lost rank, its node and "
     "address, and the last checkpoint stays readable",
-    "[cli][ddp][hosts]") {
+    "[cli][ddp][hosts][slow][timed]") {
   SKIP_WITHOUT_TEST_HOSTS();
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
@@ -171,7 +171,8 @@ TEST_CASE(
   CHECK(evaluated.status == 0);
 }
 
-TEST_CASE("a third host that never starts is named by the two that did", "[cli][ddp][hosts]") {
+TEST_CASE("a third host that never starts is named by the two that did",
+          "[cli][ddp][hosts][slow][timed]") {
   SKIP_WITHOUT_TEST_HOSTS();
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
@@ -205,7 +206,7 @@ TEST_CASE("a third host that never starts is named by the two that did", "[cli][
 }
 
 TEST_CASE("a loopback master address in a job across machines is refused at once, not waited out",
-          "[cli][ddp][hosts]") {
+          "[cli][ddp][hosts][timed]") {
   SKIP_WITHOUT_TEST_HOSTS();
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);

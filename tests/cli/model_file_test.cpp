@@ -57,7 +57,7 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
 TEST_CASE(
     "PyTorch loads model.pt into d2l's LeNet and counts what dptrain counted, and its own "
     "state_dict comes back through --init-from and evaluate",
-    "[cli][model]") {
+    "[cli][model][slow]") {
   const auto pythons = pytorch_pythons();
   if (pythons.empty()) {
     DPTRAIN_SKIP(
@@ -98,7 +98,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp", "[cli][model]") {
+TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp", "[cli][model][slow]") {
   TempDir dir;
   for (const std::string backend : {"single", "dp", "ddp"}) {
     DYNAMIC_SECTION(backend) {
@@ -130,7 +130,7 @@ TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp", "
 }
 
 TEST_CASE("evaluate reads checkpoints too, and --split val evaluates the held-out set",
-          "[cli][model]") {
+          "[cli][model][slow]") {
   TempDir dir;
   const auto run = train_short(
       dir, "run",
@@ -147,7 +147,7 @@ TEST_CASE("evaluate reads checkpoints too, and --split val evaluates the held-ou
 }
 
 TEST_CASE("predict gives the model's labels, and a PNG of an IDX image the same answer",
-          "[cli][model]") {
+          "[cli][model][slow]") {
   TempDir dir;
   const auto run = train_short(dir, "run", " --set parallel.devices=cpu");
   const auto images_file = real_data_dir() / "t10k-images-idx3-ubyte.gz";

@@ -47,7 +47,7 @@ const std::vector<std::string> kSecret = {"DPTRAIN_JOB_SECRET=4f1b2c3d4e5f607182
 }  // namespace
 
 TEST_CASE("a node that never starts is named, and its run leaves no empty folder",
-          "[cli][ddp][nodes]") {
+          "[cli][ddp][nodes][timed]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
   const auto out = dir / "run";
@@ -67,7 +67,7 @@ TEST_CASE("a node that never starts is named, and its run leaves no empty folder
 TEST_CASE(
     "a node whose launcher is killed ends the other node within the timeout, leaving no "
     "process",
-    "[cli][ddp][nodes]") {
+    "[cli][ddp][nodes][timed]") {
   if (const auto why = TestHosts::unavailable()) DPTRAIN_SKIP(*why);
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
@@ -94,7 +94,7 @@ TEST_CASE(
 TEST_CASE(
     "machines share a job secret: without one --nnodes is refused, and a node with another is "
     "turned away by the store and named",
-    "[cli][ddp][nodes][security]") {
+    "[cli][ddp][nodes][security][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
   const int port = free_port();

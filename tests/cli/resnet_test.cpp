@@ -126,7 +126,7 @@ void check_starts_from_python(const TempDir& dir, const std::vector<std::string>
 TEST_CASE(
     "ResNet-18's checkpoint taken mid-epoch resumes to the uninterrupted run's parameters "
     "and BatchNorm buffers bit for bit, on every backend and under ZeRO",
-    "[cli][resume][batchnorm]") {
+    "[cli][resume][batchnorm][slow]") {
   TempDir dir;
   write_real_subset(dir / "data", 192, 64);
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -183,7 +183,7 @@ TEST_CASE(
 TEST_CASE(
     "SyncBatchNorm on 2 and 3 ddp ranks takes ResNet-18's first step as one device does on "
     "the whole batch, and without it the step differs",
-    "[cli][ddp][batchnorm]") {
+    "[cli][ddp][batchnorm][slow]") {
   TempDir dir;
   write_real_subset(dir / "data", 192, 64);
   // One step of 24 images, without momentum: in float32 the network's many cancelling sums make
@@ -219,7 +219,7 @@ TEST_CASE(
 TEST_CASE(
     "PyTorch loads ResNet-18's model.pt into d2l's own net strictly and classifies as dptrain "
     "evaluate does, and its state_dict comes back through --init-from",
-    "[cli][model][batchnorm]") {
+    "[cli][model][batchnorm][slow]") {
   const auto pythons = pytorch_pythons();
   if (pythons.empty()) {
     DPTRAIN_SKIP(

@@ -50,7 +50,7 @@ int pid_of_rank(BackgroundRun& run, int rank, int start) {
 TEST_CASE(
     "a rank killed or stopped mid-epoch restarts the job, which ends as an uninterrupted "
     "one",
-    "[cli][restart]") {
+    "[cli][restart][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   struct Case {
@@ -99,7 +99,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a second kill with --max-restarts 1 ends the job with its status, naming both",
-          "[cli][restart]") {
+          "[cli][restart][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   auto args = job(dir, 2, dir / "run");
@@ -122,7 +122,7 @@ TEST_CASE("a second kill with --max-restarts 1 ends the job with its status, nam
 }
 
 TEST_CASE("a rank that fails at every start ends the job once the restarts are spent",
-          "[cli][restart]") {
+          "[cli][restart][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 300, 30);
   auto args = job(dir, 2, dir / "run");
@@ -184,7 +184,7 @@ TEST_CASE("restarts need the run's folder and one machine", "[cli][restart]") {
 }
 
 TEST_CASE("a rank stuck in a collective acts on a preemption notice within 10 s, not the timeout",
-          "[cli][restart]") {
+          "[cli][restart][slow][timed]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   auto args = job(dir, 2, dir / "run");

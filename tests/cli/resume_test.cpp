@@ -30,7 +30,7 @@ std::vector<std::string> on_backend(const std::string& backend) {
 
 }  // namespace
 
-TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "[cli][resume]") {
+TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "[cli][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   struct Case {
@@ -100,7 +100,7 @@ TEST_CASE("resume takes a checkpoint that exists, and auto needs the run's folde
 }
 
 TEST_CASE("Adam with a warmed-up cosine schedule and accumulation resumes mid-epoch exactly",
-          "[cli][resume][optim]") {
+          "[cli][resume][optim][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   // 100 batches an epoch, 2 per optimizer step: 50 steps an epoch, 100 in the run.
@@ -156,7 +156,7 @@ TEST_CASE("Adam with a warmed-up cosine schedule and accumulation resumes mid-ep
 }
 
 TEST_CASE("checkpoint.every_steps checkpoints within epochs, and each resumes exactly",
-          "[cli][resume]") {
+          "[cli][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
   // 20 batches of 30 an epoch; a checkpoint every 5 steps and at each epoch's end.

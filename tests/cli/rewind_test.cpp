@@ -87,7 +87,7 @@ void check_event_file(const std::filesystem::path& run, size_t epochs) {
 TEST_CASE(
     "a resume from an earlier checkpoint starts a new branch that --resume auto and the "
     "hint keep to, with every metrics file rebuilt to that point",
-    "[cli][resume][rewind]") {
+    "[cli][resume][rewind][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   const auto run = dir / "run";
@@ -145,7 +145,7 @@ TEST_CASE(
 TEST_CASE(
     "a resume before the first finished epoch rewrites the metrics files without the "
     "epochs a killed part left there",
-    "[cli][resume][rewind]") {
+    "[cli][resume][rewind][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   const auto run = dir / "run";
@@ -178,7 +178,7 @@ TEST_CASE(
 TEST_CASE(
     "a resume with another thread count says that the run will differ from an "
     "uninterrupted one, and summary.json records the count",
-    "[cli][resume]") {
+    "[cli][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
   const auto run = dir / "run";

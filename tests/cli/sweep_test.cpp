@@ -60,7 +60,7 @@ std::vector<std::string> grid_values(const std::string& spec) {
 }  // namespace
 
 TEST_CASE("a sweep trains every point into its folder and ends with the comparison",
-          "[cli][sweep]") {
+          "[cli][sweep][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 120, 30);
   const auto out = dir / "sweep";
@@ -240,7 +240,7 @@ TEST_CASE("a second whole sweep into a folder in use is refused at once; the fir
 }
 
 TEST_CASE("a job array's tasks train their points side by side in one sweep folder",
-          "[cli][sweep]") {
+          "[cli][sweep][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 30);
   const auto out = dir / "sweep";

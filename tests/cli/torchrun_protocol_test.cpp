@@ -100,7 +100,7 @@ TEST_CASE(
 TEST_CASE(
     "under torchrun 1.13's agent store a dptrain of LibTorch 2.x ends with an error that names "
     "the way out, and trains once it is taken",
-    "[cli][ddp][torchrun]") {
+    "[cli][ddp][torchrun][timed]") {
   if (dptrain::core::compat::kStoreSpeaksPre2Protocol) {
     DPTRAIN_SKIP(
         "this dptrain's LibTorch speaks torchrun 1.x's store protocol (the test of "
@@ -161,7 +161,7 @@ TEST_CASE(
 TEST_CASE(
     "a torchrun store that accepts a rank and never answers ends it within the probe's time, "
     "naming the store",
-    "[cli][ddp][torchrun]") {
+    "[cli][ddp][torchrun][timed]") {
   // A socket that listens and never accepts: the kernel completes the connection, and nothing
   // ever answers (a wrong MASTER_PORT on a silent service, a hostile server).
   const int listener = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -72,7 +72,7 @@ std::vector<torch::Tensor> resume(const TempDir& dir, const std::string& name,
 }  // namespace
 
 TEST_CASE("a stage-2 checkpoint of 2 ranks resumes under stage 0 on 3 ranks and on one device",
-          "[cli][zero][resume]") {
+          "[cli][zero][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
 
@@ -110,7 +110,7 @@ TEST_CASE("a stage-2 checkpoint of 2 ranks resumes under stage 0 on 3 ranks and 
 
 TEST_CASE(
     "a resumed run takes the optimizer's options from its config under stage 0 and ZeRO alike",
-    "[cli][zero][resume]") {
+    "[cli][zero][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   std::vector<std::string> stage0 = ddp(2, 0);
@@ -138,7 +138,7 @@ TEST_CASE(
 }
 
 TEST_CASE("metrics.jsonl gives each ZeRO rank's optimizer-state and gradient bytes",
-          "[cli][zero]") {
+          "[cli][zero][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 30);
   // d2l's LeNet: 129,068 parameters; laid out on 64-byte boundaries, 129,108 elements (40 of

@@ -169,7 +169,7 @@ const char* name_of(Kind kind) {
 }  // namespace
 
 TEST_CASE("ZeRO stages 1 and 2 take stage 0's steps bit for bit on 1 to 4 Gloo ranks",
-          "[parallel][zero]") {
+          "[parallel][zero][slow]") {
   const Data d = data(kSteps * kBatch);
   for (const Kind kind : {Kind::kSgdMomentum, Kind::kAdam}) {
     for (int world = 1; world <= 4; ++world) {
@@ -302,7 +302,7 @@ TEST_CASE(
 TEST_CASE(
     "ZeRO stays with stage 0 under accumulation, Nesterov, AdamW and bf16 (bit for bit) and "
     "clipping (to float rounding)",
-    "[parallel][zero]") {
+    "[parallel][zero][slow]") {
   const Data d = data(kSteps * kBatch);
   struct Case {
     const char* what;

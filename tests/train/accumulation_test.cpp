@@ -70,7 +70,7 @@ std::vector<torch::Tensor> whole_batches(const Data& d, int64_t micro, int64_t s
 }  // namespace
 
 TEST_CASE("4 micro-batches of 64 take the step of one batch of 256 on single and dp",
-          "[train][accumulation]") {
+          "[train][accumulation][slow]") {
   const Data d = data(kSteps * 256);
   const auto expected = whole_batches(d, kMicroBatches, 64);
   Session single =
@@ -88,7 +88,7 @@ TEST_CASE("4 micro-batches of 64 take the step of one batch of 256 on single and
 TEST_CASE(
     "ddp accumulates 4 micro-batches with one all-reduce per optimizer step, on 2 and 3 "
     "ranks",
-    "[train][accumulation][ddp]") {
+    "[train][accumulation][ddp][slow]") {
   // Micro-batches of 64 over 2 ranks; 63 over 3 (64 does not split in three).
   for (const auto& [world, size] : {std::pair<int, int64_t>{2, 64}, {3, 63}}) {
     INFO(world << " ranks, micro-batches of " << size);

@@ -34,7 +34,7 @@ std::vector<double> figures(const run::EpochMetrics& m) {
 
 }  // namespace
 
-TEST_CASE("the same seed gives identical metrics, another seed different ones", "[train]") {
+TEST_CASE("the same seed gives identical metrics, another seed different ones", "[train][slow]") {
   const std::vector<std::string> quick = {"train.epochs=2", "train.limit_train_batches=15",
                                           "train.limit_eval_batches=4"};
   auto run = [&](const std::string& seed) {
@@ -56,7 +56,7 @@ TEST_CASE("the same seed gives identical metrics, another seed different ones", 
   CHECK(a[0].batches == 15);
 }
 
-TEST_CASE("workers and data placement do not change what a run computes", "[train]") {
+TEST_CASE("workers and data placement do not change what a run computes", "[train][slow]") {
   auto run = [](const std::vector<std::string>& loader) {
     TempDir out;
     std::vector<std::string> overrides = {"train.epochs=2", "train.limit_train_batches=8",
