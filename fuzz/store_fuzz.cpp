@@ -5,7 +5,9 @@
 #include "store/protocol.h"
 #include "store/table.h"
 
-namespace store = dptrain::distributed::store;
+#include "core/crypto.h"
+
+namespace store = dptrain::store;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
@@ -19,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto nonce = store::nonce_of_hello(bytes.substr(0, store::kHelloSize));
     if (nonce) {
       const std::string expected = store::client_proof(key, *nonce, std::string(32, 's'));
-      (void)store::same_bytes(bytes.substr(store::kHelloSize, store::kProofSize), expected);
+      (void)dptrain::core::same_bytes(bytes.substr(store::kHelloSize, store::kProofSize), expected);
     }
     return 0;
   }

@@ -3,6 +3,9 @@
 #
 #   scripts/check.sh asan|tsan [--build-only] [-- CTEST_ARGS...]
 #
+# CTEST_ARGS pick tests as ctest does: CI's ASan pass gives `-LE slow`, every test but the long
+# training runs and the examples (tagged [slow]: tests/CMakeLists.txt).
+#
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer, built with Debian's clang (build-asan/):
 #         out-of-bounds accesses, use after free, undefined behaviour; any report fails the test
 #         that made it. The same build holds the libFuzzer targets (scripts/fuzz.sh runs them),

@@ -55,9 +55,12 @@ fuzz_one() {
     >"$log" 2>&1
 }
 
-# As many targets at once as the machine has cores (each runs on one, so each still gets S
-# seconds of a core to itself); what they found is reported in the targets' order.
+# As many targets at once as the machine has cores (a target's own work runs on one thread; those
+# that load LibTorch share its thread pool), so that each still gets about S seconds of a core;
+# what they found is reported in the targets' order.
 cores=$(nproc)
+# Stopped (Ctrl-C, a CI timeout), the script stops the fuzzers it started.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 for t in "${targets[@]}"; do
   while (($(jobs -rp | wc -l) >= cores)); do wait -n || true; done
   rm -f "$build/findings/$t.status"
@@ -72,7 +75,7 @@ for t in "${targets[@]}"; do
     echo "fuzz: $t found a failing input, saved in $build/findings/ (log: $build/findings/$t.log)" >&2
     continue
   fi
-  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)" \
-    "$build/findings/$t.log" | sed "s/^/fuzz: $t /"
+  { grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)" \
+    "$build/findings/$t.log" || true; } | sed "s/^/fuzz: $t /"
 done
 exit "$failed"

@@ -54,4 +54,39 @@ std::string plain_json_error(const nlohmann::json::exception& e) {
   return text;
 }
 
+namespace {
+
+int64_t as_integer(const nlohmann::json& v, const char* key) {
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
+    return v.get<int64_t>();
+  }
+  throw nlohmann::json::type_error::create(
+      302, std::string(key) + ": not an integer that 64 bits hold (a " + v.type_name() + ")",
+      nullptr);
+}
+
+}  // namespace
+
+int64_t integer_at(const nlohmann::json& j, const char* key) {
+  return as_integer(j.at(key), key);
+}
+
+int64_t integer_at(const nlohmann::json& j, const char* key, int64_t fallback) {
+  const auto found = j.find(key);
+  return found == j.end() ? fallback : as_integer(*found, key);
+}
+
+std::vector<int64_t> integers_at(const nlohmann::json& j, const char* key) {
+  std::vector<int64_t> values;
+  const auto found = j.find(key);
+  if (found == j.end()) return values;
+  if (!found->is_array()) {
+    throw nlohmann::json::type_error::create(
+        302, std::string(key) + ": not a list (a " + std::string(found->type_name()) + ")",
+        nullptr);
+  }
+  for (const auto& v : *found) values.push_back(as_integer(v, key));
+  return values;
+}
+
 }  // namespace dptrain::config

@@ -6,8 +6,10 @@
 // nlohmann then scans a container's parent again each time an object closes: quadratic).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace dptrain::config {
 
@@ -29,5 +31,13 @@ nlohmann::json parse_json(const std::string& text);
 // error at line 2, column 1: syntax error while parsing value - unexpected end of input; ..."
 // becomes "line 2, column 1: unexpected end of input; ...".
 std::string plain_json_error(const nlohmann::json::exception& e);
+
+// The integer at `key` of object `j`: a json type_error naming the key when it is no integer that
+// int64_t holds (nlohmann would cast a float such as 1e300, which is undefined), an out_of_range
+// when it is absent, or `fallback` where one is given.
+int64_t integer_at(const nlohmann::json& j, const char* key);
+int64_t integer_at(const nlohmann::json& j, const char* key, int64_t fallback);
+// The list of such integers at `key`; empty when absent.
+std::vector<int64_t> integers_at(const nlohmann::json& j, const char* key);
 
 }  // namespace dptrain::config

@@ -8,6 +8,7 @@ namespace dptrain::core {
 namespace {
 
 static_assert(sizeof(crypto_hash_sha256_state) <= 128, "Sha256's state_ is too small");
+static_assert(alignof(crypto_hash_sha256_state) <= 16, "Sha256's state_ is aligned too loosely");
 static_assert(crypto_hash_sha256_BYTES == 32 && crypto_auth_hmacsha256_BYTES == 32);
 
 // sodium_init() once per process (thread-safe, and cheap after the first call), before any other

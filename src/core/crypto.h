@@ -34,7 +34,8 @@ Sha256Digest hmac_sha256(std::string_view key, std::string_view message);
 std::string hex(std::string_view bytes);
 std::string hex(const Sha256Digest& digest);
 
-// `count` bytes from the system's random source; a distributed error when libsodium cannot start.
+// `count` bytes from the system's random source; a distributed error when libsodium cannot start
+// (once started, libsodium aborts rather than return bytes that are not random).
 std::string random_bytes(size_t count);
 
 // Whether `a` and `b` hold the same bytes, in a time that depends on their length alone (a proof

@@ -11,10 +11,10 @@
 #include <deque>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <regex>
 #include <sstream>
 
+#include "core/crypto.h"
 #include "core/error.h"
 
 namespace dptrain::core {
@@ -47,12 +47,9 @@ class Fd {
   int fd_;
 };
 
+// 16 hex digits from the system's random source (libsodium's): a name nobody can plant ahead.
 std::string random_suffix() {
-  std::random_device device;
-  std::uniform_int_distribution<uint32_t> any;
-  char text[20];
-  std::snprintf(text, sizeof text, "%08x%08x", any(device), any(device));
-  return text;
+  return hex(random_bytes(8));
 }
 
 [[noreturn]] void fail(const std::filesystem::path& path, const std::string& what,

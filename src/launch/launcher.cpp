@@ -107,11 +107,21 @@ pid_t start_rank(const std::vector<std::string>& argv, std::vector<std::string> 
   }
 }
 
-// A rank that has ended, if any (without waiting).
+// A rank that has ended, if any (without waiting). Ranks that ended unseen (their statuses lost:
+// see Children::reap) count as failed, never as a success.
 std::optional<Outcome> reap_rank(Children& ranks) {
-  const auto ended = ranks.reap();
-  if (!ended) return std::nullopt;
-  return outcome_of(static_cast<int>(ended->id), ended->pid, ended->raw_status);
+  if (const auto ended = ranks.reap()) {
+    return outcome_of(static_cast<int>(ended->id), ended->pid, ended->raw_status);
+  }
+  if (!ranks.lost()) return std::nullopt;
+  const auto unseen = ranks.forget();
+  const auto& [pid, rank] = *unseen.begin();
+  Outcome lost;
+  lost.rank = static_cast<int>(rank);
+  lost.pid = pid;
+  lost.status = 1;
+  lost.what = "ended unseen (its exit status was lost to another waiter)";
+  return lost;
 }
 
 // The first node's launcher serves the store for the whole job, as torchrun's agent does: on the

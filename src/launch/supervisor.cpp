@@ -4,12 +4,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -24,13 +26,23 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return out;
 }
 
+// Never through a link, and never a FIFO or device that someone planted there: opening a FIFO
+// for writing would wait for a reader for ever.
 int open_log(const std::filesystem::path& log) {
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd = ::open(log.c_str(),
+                        O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    throw core::Error(core::ErrorCode::kIo, log.string() + ": is no regular file",
+                      "remove it, or choose another output folder");
+  }
   if (fd < 0) {
     throw core::Error(core::ErrorCode::kIo,
                       log.string() + ": cannot open the log: " + std::strerror(errno),
                       "check that the folder is writable");
   }
+  ::fcntl(fd, F_SETFL, O_APPEND);  // writes may block again, as to any file
   return fd;
 }
 
@@ -46,9 +58,15 @@ int open_log(const std::filesystem::path& log) {
   ::signal(SIGTERM, SIG_DFL);
   ::signal(SIGUSR1, SIG_DFL);
   ::sigprocmask(SIG_SETMASK, spec.hold_signals ? &held : &before, nullptr);
-  if (out_fd >= 0) {
-    ::dup2(out_fd, STDOUT_FILENO);
-    if (spec.log) ::dup2(out_fd, STDERR_FILENO);
+  // Where dptrain started with stdout or stderr closed, the log took that number: dup2 onto
+  // itself would keep it close-on-exec, and the child would start without it.
+  for (const int target : {STDOUT_FILENO, STDERR_FILENO}) {
+    if (out_fd < 0 || (target == STDERR_FILENO && !spec.log)) continue;
+    if (out_fd == target) {
+      ::fcntl(target, F_SETFD, 0);
+    } else {
+      ::dup2(out_fd, target);
+    }
   }
   const bool search = spec.program.find('/') == std::string::npos;
   if (envp != nullptr) {
@@ -63,6 +81,13 @@ int open_log(const std::filesystem::path& log) {
 }  // namespace
 
 pid_t start_child(const ChildSpec& spec) {
+  // A SIGCHLD that this process inherited ignored (some containers' init, nohup-like wrappers)
+  // has the kernel reap children unseen: their exit statuses, which the supervisor reports, would
+  // be lost.
+  struct sigaction child {};
+  if (::sigaction(SIGCHLD, nullptr, &child) == 0 && child.sa_handler == SIG_IGN) {
+    ::signal(SIGCHLD, SIG_DFL);
+  }
   std::vector<std::string> argv = spec.argv;
   std::vector<std::string> env = spec.environment.value_or(std::vector<std::string>{});
   const std::vector<char*> args = pointers(argv);
@@ -126,11 +151,11 @@ std::optional<Children::Ended> Children::reap() {
     int raw = 0;
     const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
     if (pid < 0 && errno == EINTR) continue;
-    if (pid < 0 && errno == ECHILD) {  // no child left to wait for: none of ours can still run
-      gone_ = true;
-      running_.clear();
+    if (pid < 0) {  // no child left to wait for (ECHILD): none of ours can still run
+      lost_ = !running_.empty();
+      return std::nullopt;
     }
-    if (pid <= 0) return std::nullopt;
+    if (pid == 0) return std::nullopt;
     const auto it = running_.find(pid);
     if (it == running_.end()) continue;  // a child of this process that is not in this set
     const Ended ended{it->second, pid, raw};
@@ -139,11 +164,18 @@ std::optional<Children::Ended> Children::reap() {
   }
 }
 
+std::map<pid_t, int64_t> Children::forget() {
+  lost_ = false;
+  return std::exchange(running_, {});
+}
+
 void Children::stop_all(int signal_number, std::chrono::milliseconds grace) {
   signal_all(signal_number);
   const auto kill_at = std::chrono::steady_clock::now() + grace;
   while (!running_.empty() && std::chrono::steady_clock::now() < kill_at) {
-    if (!reap() && !running_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (reap()) continue;
+    if (lost_) forget();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   signal_all(SIGKILL);
   for (const auto& [pid, id] : running_) wait_for(pid);

@@ -66,17 +66,19 @@ class Children {
   bool empty() const { return running_.empty(); }
   size_t size() const { return running_.size(); }
   void signal_all(int signal_number) const;
-  // A child that has ended, if any, without waiting. Nothing also when no child of this process
-  // is left at all (`gone()` says so), which a child reaped elsewhere would cause.
+  // A child that has ended, if any, without waiting. Nothing also when this process can wait for
+  // no child at all (`lost()` says so: one reaped elsewhere); the children still listed then
+  // ended unseen, and forget() hands them over.
   std::optional<Ended> reap();
-  bool gone() const { return gone_; }
+  bool lost() const { return lost_; }
+  std::map<pid_t, int64_t> forget();
   // Sends `signal_number` to every child, waits up to `grace` for them to end, then kills those
   // left (SIGKILL) and waits for them: none is left a zombie.
   void stop_all(int signal_number, std::chrono::milliseconds grace);
 
  private:
   std::map<pid_t, int64_t> running_;
-  bool gone_ = false;
+  bool lost_ = false;
 };
 
 }  // namespace dptrain::launch

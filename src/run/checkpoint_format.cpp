@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -106,7 +107,7 @@ void check_model(const std::filesystem::path& path, const json& record,
 void warn_about_threads(const std::filesystem::path& path, const json& record) {
   const auto saved = record.find("threads");
   if (saved == record.end() || !saved->is_number_integer()) return;  // a record before they were
-  const int then = saved->get<int>();
+  const int64_t then = config::integer_at(record, "threads");
   const int now = torch::get_num_threads();
   if (then == now) return;
   spdlog::warn(
@@ -160,17 +161,48 @@ void warn_about_changes(const std::filesystem::path& path, const json& saved,
 ResumePoint resume_point_of(const json& record) {
   ResumePoint p;
   p.run_id = record.at("run_id").get<std::string>();
-  p.epoch = record.at("epoch").get<int64_t>();
-  p.batches_done = record.at("batches_done").get<int64_t>();
-  p.global_step = record.at("global_step").get<int64_t>();
+  p.epoch = config::integer_at(record, "epoch");
+  p.batches_done = config::integer_at(record, "batches_done");
+  p.global_step = config::integer_at(record, "global_step");
   p.partial = epoch_tally_from_json(record.at("partial"));
   for (const auto& m : record.at("epochs")) p.epochs.push_back(epoch_metrics_from_json(m));
   const json& es = record.at("early_stopping");
-  p.early_stopping = {es.at("best_epoch").get<int64_t>(), es.at("best").get<double>(),
-                      es.at("without_improvement").get<int64_t>()};
+  p.early_stopping = {config::integer_at(es, "best_epoch"), es.at("best").get<double>(),
+                      config::integer_at(es, "without_improvement")};
   p.scaler = {record.at("scaler").at("scale").get<double>(),
-              record.at("scaler").at("clean_steps").get<int64_t>()};
+              config::integer_at(record.at("scaler"), "clean_steps")};
   return p;
+}
+
+// What no run writes: a position before the start, epochs that do not match it, a best epoch
+// that is none of them, sums or a loss scale no step gives. Each would make the resumed run
+// loop, index past its records or compute garbage. (Where the position lies within an epoch is
+// checked by the trainer, which knows the epoch's length.)
+void check_resume_point(const ResumePoint& p) {
+  const auto refuse = [](const std::string& what) {
+    throw json::type_error::create(302, what, nullptr);
+  };
+  if (p.epoch < 0 || p.batches_done < 0 || p.global_step < 0) {
+    refuse("a negative epoch, batch or step count");
+  }
+  if (static_cast<size_t>(p.epoch) != p.epochs.size()) {
+    refuse("it is at epoch " + std::to_string(p.epoch) + " but holds " +
+           std::to_string(p.epochs.size()) + " finished epochs");
+  }
+  const EarlyStoppingState& es = p.early_stopping;
+  if (es.best_epoch < 0 || es.best_epoch > p.epoch || es.without_improvement < 0) {
+    refuse("its early stopping names epoch " + std::to_string(es.best_epoch) + " of " +
+           std::to_string(p.epoch));
+  }
+  const EpochTally& t = p.partial;
+  // (The loss sum may be nan or inf: a diverging epoch's is.)
+  if (t.samples < 0 || t.correct < 0 || t.correct > t.samples || t.skipped_steps < 0 ||
+      !std::isfinite(t.train_sec)) {
+    refuse("its sums of the epoch under way are no counts");
+  }
+  if (!std::isfinite(p.scaler.scale) || p.scaler.scale < 0 || p.scaler.clean_steps < 0) {
+    refuse("its loss scale is no number a scaler reaches");
+  }
 }
 
 // Tensors that do not have the model's shapes are damage.
@@ -305,7 +337,9 @@ ResumePoint checked_resume_point(const std::filesystem::path& path, const core::
     check_model(path, record, config, params);
     warn_about_changes(path, record.at("config"), config);
     warn_about_threads(path, record);
-    return resume_point_of(record);
+    ResumePoint point = resume_point_of(record);
+    check_resume_point(point);
+    return point;
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
                 kDamagedHint);
@@ -401,7 +435,7 @@ std::string checkpoint_run_id(const std::filesystem::path& path) {
 
 Position checkpoint_position(const std::filesystem::path& path) {
   return from_record(path, [](const json& r) {
-    return std::make_pair(r.at("epoch").get<int64_t>(), r.at("batches_done").get<int64_t>());
+    return std::make_pair(config::integer_at(r, "epoch"), config::integer_at(r, "batches_done"));
   });
 }
 

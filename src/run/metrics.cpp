@@ -1,5 +1,7 @@
 #include "run/metrics.h"
 
+#include "config/json_text.h"
+
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -46,13 +48,13 @@ double number(const nlohmann::json& j, const char* key) {
 
 EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   EpochMetrics m;
-  m.epoch = j.at("epoch").get<int64_t>();
+  m.epoch = config::integer_at(j, "epoch");
   m.train_loss = number(j, "train_loss");
   m.train_acc = number(j, "train_acc");
   m.test_loss = number(j, "test_loss");
   m.test_acc = number(j, "test_acc");
-  m.test_correct = j.value("test_correct", int64_t{0});
-  m.test_samples = j.value("test_samples", int64_t{0});
+  m.test_correct = config::integer_at(j, "test_correct", 0);
+  m.test_samples = config::integer_at(j, "test_samples", 0);
   m.has_val = j.contains("val_loss");
   if (m.has_val) {
     m.val_loss = number(j, "val_loss");
@@ -61,17 +63,17 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.train_sec = number(j, "train_sec");
   m.eval_sec = number(j, "eval_sec");
   m.comm_wait_sec = number(j, "comm_wait_sec");
-  m.train_samples = j.at("train_samples").get<int64_t>();
-  m.batches = j.at("batches").get<int64_t>();
-  m.global_step = j.value("global_step", int64_t{0});  // absent before gradient accumulation
+  m.train_samples = config::integer_at(j, "train_samples");
+  m.batches = config::integer_at(j, "batches");
+  m.global_step = config::integer_at(j, "global_step", 0);  // absent before gradient accumulation
   m.lr = j.value("lr", 0.0);
-  m.skipped_steps = j.value("skipped_steps", int64_t{0});
+  m.skipped_steps = config::integer_at(j, "skipped_steps", 0);
   m.loss_scale = j.value("loss_scale", 0.0);
   // Absent before ZeRO.
-  m.optimizer_state_bytes = j.value("optimizer_state_bytes", std::vector<int64_t>{});
-  m.gradient_bytes = j.value("gradient_bytes", std::vector<int64_t>{});
-  m.peak_rss_bytes = j.value("peak_rss_bytes", std::vector<int64_t>{});
-  m.peak_gpu_bytes = j.value("peak_gpu_bytes", std::vector<int64_t>{});
+  m.optimizer_state_bytes = config::integers_at(j, "optimizer_state_bytes");
+  m.gradient_bytes = config::integers_at(j, "gradient_bytes");
+  m.peak_rss_bytes = config::integers_at(j, "peak_rss_bytes");
+  m.peak_gpu_bytes = config::integers_at(j, "peak_gpu_bytes");
   return m;
 }
 
@@ -86,9 +88,9 @@ nlohmann::json to_json(const EpochTally& s) {
 EpochTally epoch_tally_from_json(const nlohmann::json& j) {
   EpochTally s;
   s.loss = number(j, "loss_sum");
-  s.correct = j.at("correct").get<int64_t>();
-  s.samples = j.at("samples").get<int64_t>();
-  s.skipped_steps = j.at("skipped_steps").get<int64_t>();
+  s.correct = config::integer_at(j, "correct");
+  s.samples = config::integer_at(j, "samples");
+  s.skipped_steps = config::integer_at(j, "skipped_steps");
   s.train_sec = number(j, "train_sec");
   return s;
 }

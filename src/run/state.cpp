@@ -40,28 +40,37 @@ void write_run_state(const std::filesystem::path& dir, RunState state) {
   core::write_file_atomic(dir / kStateFile, j.dump(2) + "\n");
 }
 
-std::string read_run_state(const std::filesystem::path& dir, bool has_summary) {
+namespace {
+
+// state.json's state, as the reader reports it.
+std::string state_in(const nlohmann::json& j, bool has_summary) {
   const std::string unfinished = "unfinished";
-  if (!std::filesystem::exists(dir / kStateFile)) {
-    return has_summary ? name_of(RunState::kFinished) : unfinished;
-  }
-  nlohmann::json j;
-  try {
-    j = config::parse_json(core::read_regular_file(dir / kStateFile));
-  } catch (const nlohmann::json::exception& e) {
-    throw core::Error(core::ErrorCode::kIo,
-                      (dir / kStateFile).string() + ": " + config::plain_json_error(e),
-                      "is this a run folder dptrain wrote? leave it out of the list");
-  }
   std::string state = j.value("state", unfinished);
   if (state == name_of(RunState::kFinished) && !has_summary) return unfinished;
   // A process killed outright (SIGKILL, a node lost) leaves "running" behind; on this host its
   // pid tells. On another host it cannot be told from a run still going.
   if (state == name_of(RunState::kRunning) && j.value("host", "") == core::host_name()) {
-    const auto pid = j.value("pid", 0);
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) return "stopped";
+    const int64_t pid = config::integer_at(j, "pid", 0);
+    if (pid > 0 && pid <= INT32_MAX && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      return "stopped";
+    }
   }
   return state;
+}
+
+}  // namespace
+
+std::string read_run_state(const std::filesystem::path& dir, bool has_summary) {
+  const std::filesystem::path file = dir / kStateFile;
+  if (!std::filesystem::exists(file)) {
+    return has_summary ? name_of(RunState::kFinished) : "unfinished";
+  }
+  try {
+    return state_in(config::parse_json(core::read_regular_file(file)), has_summary);
+  } catch (const nlohmann::json::exception& e) {
+    throw core::Error(core::ErrorCode::kIo, file.string() + ": " + config::plain_json_error(e),
+                      "is this a run folder dptrain wrote? leave it out of the list");
+  }
 }
 
 }  // namespace dptrain::run

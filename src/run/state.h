@@ -18,7 +18,7 @@ void write_run_state(const std::filesystem::path& dir, RunState state);
 
 // What a reader makes of a folder's state.json: its state, "stopped" when it says running but its
 // process on this host is gone (killed outright), "unfinished" when there is none (a run of an
-// older dptrain, or one not yet started) or it says finished without summary.json (`finished`
+// older dptrain, or one not yet started) or it says finished without summary.json (`has_summary`
 // says whether there is one). An I/O error naming the file when it is not what dptrain writes.
 std::string read_run_state(const std::filesystem::path& dir, bool has_summary);
 

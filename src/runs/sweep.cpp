@@ -299,8 +299,14 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
     // Polled, so that a notice is passed on while the points run.
     const auto ended = running.reap();
     if (!ended) {
-      if (echo) echo->pass_on(/*ended=*/running.gone());
-      if (running.gone()) break;  // no child left to wait for: none of ours can still run
+      if (echo) echo->pass_on(/*ended=*/running.lost());
+      if (running.lost()) {  // no child left to wait for: none of ours can still run
+        for (const auto& [pid, index] : running.forget()) {
+          spdlog::error("sweep: point {} ended unseen (its exit status was lost)", index);
+        }
+        if (first_failure == 0) first_failure = 1;
+        break;
+      }
       ::usleep(100 * 1000);
       continue;
     }

@@ -16,7 +16,8 @@
 namespace dptrain::train {
 
 // The contents of a checkpoint at `point`. Every rank calls it (the optimizer's state is a
-// collective under ZeRO); rank 0's contents are the whole.
+// collective under ZeRO); rank 0's contents are the whole. The optimizer must be the one the
+// session made from config.optimizer: the file names its state's tensors after that kind.
 run::CheckpointContents gather_checkpoint(const run::ResumePoint& point, parallel::Backend& backend,
                                           torch::optim::Optimizer& optimizer);
 

@@ -133,6 +133,14 @@ std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,
                     std::to_string(epochs.back().epoch));
   }
   const int64_t best = stopper_->best_epoch();
+  if (restore_best_ && best > 0 && best != epochs.back().epoch && best_weights_.empty()) {
+    // A run resumed with restore_best from a checkpoint written without it.
+    lines.push_back("early stopping: epoch " + std::to_string(best) +
+                    " was the best, but its weights were not kept (the run began without "
+                    "early_stopping.restore_best): the final weights and figures are the last "
+                    "epoch's");
+    return lines;
+  }
   if (restore_best_ && best > 0 && best != epochs.back().epoch) {
     copy_into_model(backend, best_weights_);
     // Evaluating the restored weights again would give these same figures.

@@ -191,9 +191,12 @@ class Training {
     }
   }
 
+  // Decoded and checked whole before anything is applied (train/checkpoint_io.h).
   void resume_from(const StartFile& checkpoint) {
-    resumed_ =
-        load_checkpoint(checkpoint.path, checkpoint.file, config_, *s_.backend, *s_.optimizer);
+    run::CheckpointContents contents = run::read_checkpoint_file(
+        checkpoint.path, checkpoint.file, config_, s_.backend->parameters(), s_.backend->buffers());
+    check_fits_epoch(checkpoint.path, contents.point.batches_done);
+    resumed_ = apply_checkpoint(std::move(contents), checkpoint.path, *s_.backend, *s_.optimizer);
     resumed_.run_id = origin_.run.run_id;  // the folder's, which its checkpoints from now carry
     result_.epochs = resumed_.epochs;
     watcher_.restore(resumed_.early_stopping, resumed_.best_weights);
@@ -201,6 +204,19 @@ class Training {
     global_step_ = resumed_.global_step;
     spdlog::info("resumed from {}: epoch {}, batch {} (optimizer step {})",
                  checkpoint.path.string(), resumed_.epoch + 1, resumed_.batches_done, global_step_);
+  }
+
+  // A checkpoint taken within an epoch longer than this run's (its data settings changed, or the
+  // file is damaged) would have the loop skip batches that are not there.
+  void check_fits_epoch(const std::filesystem::path& path, int64_t batches_done) const {
+    const int64_t batches = s_.train_loader->batches_per_epoch();
+    if (batches_done <= batches) return;
+    throw core::Error(core::ErrorCode::kConfig,
+                      path.string() + ": a checkpoint taken after batch " +
+                          std::to_string(batches_done) + " of an epoch, but this run's epochs " +
+                          "have " + std::to_string(batches) + " batches",
+                      "resume with the data settings it was written with (data.*, "
+                      "train.limit_train_batches), or from a checkpoint taken at an epoch's end");
   }
 
   // train.max_steps optimizer steps taken: the run ends after this epoch's evaluation.

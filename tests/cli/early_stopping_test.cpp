@@ -107,3 +107,27 @@ TEST_CASE("a validation split holds out training samples and is reported per epo
   CHECK(record.contains("val_loss"));
   CHECK(record.contains("val_acc"));
 }
+
+TEST_CASE(
+    "a run resumed with restore_best from a checkpoint that kept no best weights says so and ends "
+    "with the last epoch's (it crashed reading weights that are not there)",
+    "[cli][early_stopping]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 90);
+  const auto out = dir / "run";
+  const std::string cpu = " --set parallel.devices=cpu --output " + out.string();
+  // Two epochs without restore_best: epoch 1 is the best (the plateau above), its weights unkept.
+  const auto first = run_dptrain(plateau_args(dir, 2) + kWatchTrainLoss +
+                                 " --set early_stopping.restore_best=false" + cpu);
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  const auto resumed =
+      run_dptrain(plateau_args(dir, 3) + kWatchTrainLoss +
+                  " --set early_stopping.restore_best=true" + cpu + " --resume auto");
+  INFO(resumed.err);
+  REQUIRE(resumed.status == 0);
+  CHECK_THAT(resumed.out, ContainsSubstring("early stopping: epoch 1 was the best, but its weights "
+                                            "were not kept"));
+  CHECK(summary_of(out).at("epochs_run") == 3);
+  CHECK(summary_of(out).at("best_epoch") == 1);
+}

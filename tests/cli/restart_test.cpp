@@ -99,7 +99,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a second kill with --max-restarts 1 ends the job with its status, naming both",
-          "[cli][restart][slow]") {
+          "[cli][restart]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   auto args = job(dir, 2, dir / "run");

@@ -60,7 +60,7 @@ std::vector<std::string> grid_values(const std::string& spec) {
 }  // namespace
 
 TEST_CASE("a sweep trains every point into its folder and ends with the comparison",
-          "[cli][sweep][slow]") {
+          "[cli][sweep]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 120, 30);
   const auto out = dir / "sweep";

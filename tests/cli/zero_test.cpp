@@ -110,7 +110,7 @@ TEST_CASE("a stage-2 checkpoint of 2 ranks resumes under stage 0 on 3 ranks and 
 
 TEST_CASE(
     "a resumed run takes the optimizer's options from its config under stage 0 and ZeRO alike",
-    "[cli][zero][resume][slow]") {
+    "[cli][zero][resume]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   std::vector<std::string> stage0 = ddp(2, 0);

@@ -242,6 +242,41 @@ TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing 
 }
 
 TEST_CASE(
+    "a checkpoint whose record holds numbers no run writes is refused and loads nothing (a float "
+    "for a count, a position before the start, epochs that do not match it, a best epoch past "
+    "them, a negative loss scale)",
+    "[train][checkpoint]") {
+  TempDir dir;
+  const serialize::ValuePtr root = whole_checkpoint(dir);
+  const nlohmann::json whole = nlohmann::json::parse(entry_of(root, "record")->text);
+  Trainee other(2);
+  const std::vector<torch::Tensor> copies = snapshot(other);
+  const auto damage = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json record = whole;
+    change(record);
+    entry_of(root, "record") = serialize::text(record.dump());
+    core::write_file_atomic(dir / "damaged.pt", serialize::encode_torch_file(*root));
+    return refusal(dir / "damaged.pt", other);
+  };
+  const std::string named = (dir / "damaged.pt").string() + ": a damaged checkpoint record: ";
+  // A float where a count belongs would be cast to an integer, which C++ leaves undefined.
+  CHECK_THAT(
+      damage([](nlohmann::json& r) { r["batches_done"] = 1e300; }),
+      Catch::Matchers::StartsWith(named) && ContainsSubstring("batches_done: not an integer"));
+  CHECK_THAT(damage([](nlohmann::json& r) { r["epoch"] = -3; }),
+             Catch::Matchers::StartsWith(named) && ContainsSubstring("a negative epoch"));
+  CHECK_THAT(damage([](nlohmann::json& r) { r["epoch"] = 7; }),
+             ContainsSubstring("it is at epoch 7 but holds 2 finished epochs"));
+  CHECK_THAT(damage([](nlohmann::json& r) { r["early_stopping"]["best_epoch"] = 99; }),
+             ContainsSubstring("its early stopping names epoch 99 of 2"));
+  CHECK_THAT(damage([](nlohmann::json& r) { r["scaler"]["scale"] = -1.0; }),
+             ContainsSubstring("its loss scale is no number a scaler reaches"));
+  CHECK_THAT(damage([](nlohmann::json& r) { r["partial"]["correct"] = 41; }),
+             ContainsSubstring("its sums of the epoch under way are no counts"));
+  CHECK(unchanged(other, copies));
+}
+
+TEST_CASE(
     "a checkpoint with a damaged optimizer state is refused and changes no parameter "
     "(found by fuzzing)",
     "[train][checkpoint]") {
