@@ -90,8 +90,8 @@ class Training {
 
   // A run that ends in an error says so in state.json (a preempted one already has).
   void mark_stopped(bool interrupted) noexcept {
-    if (writer_)
-      files_.record_state(interrupted ? run::RunState::kInterrupted : run::RunState::kFailed);
+    if (!writer_) return;
+    files_.record_state(interrupted ? run::RunState::kInterrupted : run::RunState::kFailed);
   }
 
  private:
