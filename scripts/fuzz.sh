@@ -59,8 +59,9 @@ fuzz_one() {
 # that load LibTorch share its thread pool), so that each still gets about S seconds of a core;
 # what they found is reported in the targets' order.
 cores=$(nproc)
-# Stopped (Ctrl-C, a CI timeout), the script stops the fuzzers it started.
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+# Stopped (Ctrl-C, a CI timeout), the script stops the fuzzers it started: each is the child of
+# a background subshell (jobs -p), which a kill alone would leave running.
+trap 'for job in $(jobs -p); do pkill -P "$job"; kill "$job"; done 2>/dev/null || true' EXIT
 for t in "${targets[@]}"; do
   while (($(jobs -rp | wc -l) >= cores)); do wait -n || true; done
   rm -f "$build/findings/$t.status"

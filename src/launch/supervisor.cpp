@@ -32,8 +32,9 @@ int open_log(const std::filesystem::path& log) {
   const int fd = ::open(log.c_str(),
                         O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
   struct stat st {};
-  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-    ::close(fd);
+  // ENXIO: a FIFO that nobody reads, which a non-blocking open refuses.
+  if ((fd < 0 && errno == ENXIO) || (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))) {
+    if (fd >= 0) ::close(fd);
     throw core::Error(core::ErrorCode::kIo, log.string() + ": is no regular file",
                       "remove it, or choose another output folder");
   }

@@ -174,34 +174,61 @@ ResumePoint resume_point_of(const json& record) {
   return p;
 }
 
+// The largest count a record may hold: ranks sum their counts as doubles, which hold every
+// integer up to 2^53 exactly, and a larger one would overflow (undefined behaviour) where a
+// resumed run adds to it or casts its sum back.
+constexpr int64_t kMaxCount = int64_t{1} << 53;
+
 // What no run writes: a position before the start, epochs that do not match it, a best epoch
-// that is none of them, sums or a loss scale no step gives. Each would make the resumed run
-// loop, index past its records or compute garbage. (Where the position lies within an epoch is
-// checked by the trainer, which knows the epoch's length.)
+// that is none of them, counts no run reaches, a loss scale no step gives. Each would make the
+// resumed run loop, index past its records, overflow or compute garbage. (Where the position lies
+// within an epoch is checked by the trainer, which knows the epoch's length.)
 void check_resume_point(const ResumePoint& p) {
   const auto refuse = [](const std::string& what) {
     throw json::type_error::create(302, what, nullptr);
   };
-  if (p.epoch < 0 || p.batches_done < 0 || p.global_step < 0) {
-    refuse("a negative epoch, batch or step count");
-  }
+  const auto count = [&](const std::string& name, int64_t value) {
+    if (value < 0 || value > kMaxCount) {
+      refuse(name + " is " + std::to_string(value) + ", a count no run reaches");
+    }
+  };
+  count("epoch", p.epoch);
+  count("batches_done", p.batches_done);
+  count("global_step", p.global_step);
   if (static_cast<size_t>(p.epoch) != p.epochs.size()) {
     refuse("it is at epoch " + std::to_string(p.epoch) + " but holds " +
            std::to_string(p.epochs.size()) + " finished epochs");
   }
+  for (const EpochMetrics& m : p.epochs) {
+    const std::string at = "epochs[" + std::to_string(m.epoch) + "].";
+    for (const auto& [name, value] :
+         {std::pair{"epoch", m.epoch}, {"train_samples", m.train_samples}, {"batches", m.batches},
+          {"test_samples", m.test_samples}, {"test_correct", m.test_correct},
+          {"global_step", m.global_step}, {"skipped_steps", m.skipped_steps}}) {
+      count(at + name, value);
+    }
+  }
   const EarlyStoppingState& es = p.early_stopping;
-  if (es.best_epoch < 0 || es.best_epoch > p.epoch || es.without_improvement < 0) {
-    refuse("its early stopping names epoch " + std::to_string(es.best_epoch) + " of " +
-           std::to_string(p.epoch));
+  if (es.best_epoch < 0 || es.best_epoch > p.epoch) {
+    refuse("early_stopping.best_epoch is " + std::to_string(es.best_epoch) + " of " +
+           std::to_string(p.epoch) + " epochs");
+  }
+  count("early_stopping.without_improvement", es.without_improvement);
+  if (es.without_improvement > p.epoch) {
+    refuse("early_stopping.without_improvement counts " + std::to_string(es.without_improvement) +
+           " evaluations in " + std::to_string(p.epoch) + " epochs");
   }
   const EpochTally& t = p.partial;
+  count("partial.samples", t.samples);
+  count("partial.correct", t.correct);
+  count("partial.skipped_steps", t.skipped_steps);
   // (The loss sum may be nan or inf: a diverging epoch's is.)
-  if (t.samples < 0 || t.correct < 0 || t.correct > t.samples || t.skipped_steps < 0 ||
-      !std::isfinite(t.train_sec)) {
-    refuse("its sums of the epoch under way are no counts");
+  if (t.correct > t.samples || !std::isfinite(t.train_sec)) {
+    refuse("partial: its sums of the epoch under way are no counts");
   }
-  if (!std::isfinite(p.scaler.scale) || p.scaler.scale < 0 || p.scaler.clean_steps < 0) {
-    refuse("its loss scale is no number a scaler reaches");
+  count("scaler.clean_steps", p.scaler.clean_steps);
+  if (!std::isfinite(p.scaler.scale) || p.scaler.scale < 0) {
+    refuse("scaler.scale is no number a loss scaler reaches");
   }
 }
 
@@ -341,7 +368,8 @@ ResumePoint checked_resume_point(const std::filesystem::path& path, const core::
     check_resume_point(point);
     return point;
   } catch (const json::exception& e) {
-    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+    throw Error(ErrorCode::kIo,
+                path.string() + ": a damaged checkpoint record: " + config::plain_json_error(e),
                 kDamagedHint);
   }
 }
@@ -422,7 +450,8 @@ auto from_record(const std::filesystem::path& path, Read read) {
   try {
     return read(opened.record);
   } catch (const json::exception& e) {
-    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint record: " + e.what(),
+    throw Error(ErrorCode::kIo,
+                path.string() + ": a damaged checkpoint record: " + config::plain_json_error(e),
                 kDamagedHint);
   }
 }

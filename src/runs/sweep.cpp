@@ -300,12 +300,16 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
     const auto ended = running.reap();
     if (!ended) {
       if (echo) echo->pass_on(/*ended=*/running.lost());
-      if (running.lost()) {  // no child left to wait for: none of ours can still run
+      // No child left to wait for: none of ours can still run. Failed points, as any other:
+      // the sweep goes on with the next ones.
+      if (running.lost()) {
         for (const auto& [pid, index] : running.forget()) {
           spdlog::error("sweep: point {} ended unseen (its exit status was lost)", index);
         }
+        echo.reset();
         if (first_failure == 0) first_failure = 1;
-        break;
+        if (indices.size() > 1) write_sweep_table(plan.dir, points.size());
+        continue;
       }
       ::usleep(100 * 1000);
       continue;

@@ -116,7 +116,9 @@ EarlyStopping::State EarlyStopWatch::state() const {
 void EarlyStopWatch::restore(const EarlyStopping::State& state,
                              std::vector<torch::Tensor> best_weights) {
   if (stopper_) stopper_->restore(state);
-  best_weights_ = std::move(best_weights);
+  // Without restore_best this run keeps no best weights up to date: carried on, the old ones
+  // would be restored later, under a best epoch that is no longer theirs.
+  if (restore_best_) best_weights_ = std::move(best_weights);
 }
 
 std::vector<std::string> EarlyStopWatch::finish(parallel::Backend& backend,

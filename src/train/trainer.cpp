@@ -215,8 +215,10 @@ class Training {
                       path.string() + ": a checkpoint taken after batch " +
                           std::to_string(batches_done) + " of an epoch, but this run's epochs " +
                           "have " + std::to_string(batches) + " batches",
-                      "resume with the data settings it was written with (data.*, "
-                      "train.limit_train_batches), or from a checkpoint taken at an epoch's end");
+                      "resume with the settings it was written with (data.*, "
+                      "train.limit_train_batches, and parallel.devices and the node count, which "
+                      "split each epoch between ranks), or from a checkpoint taken at an epoch's "
+                      "end");
   }
 
   // train.max_steps optimizer steps taken: the run ends after this epoch's evaluation.

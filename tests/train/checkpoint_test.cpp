@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -244,7 +245,7 @@ TEST_CASE("a checkpoint whose record lacks a field is refused and loads nothing 
 TEST_CASE(
     "a checkpoint whose record holds numbers no run writes is refused and loads nothing (a float "
     "for a count, a position before the start, epochs that do not match it, a best epoch past "
-    "them, a negative loss scale)",
+    "them, a negative loss scale, counts that would overflow when the run adds to them)",
     "[train][checkpoint]") {
   TempDir dir;
   const serialize::ValuePtr root = whole_checkpoint(dir);
@@ -264,15 +265,32 @@ TEST_CASE(
       damage([](nlohmann::json& r) { r["batches_done"] = 1e300; }),
       Catch::Matchers::StartsWith(named) && ContainsSubstring("batches_done: not an integer"));
   CHECK_THAT(damage([](nlohmann::json& r) { r["epoch"] = -3; }),
-             Catch::Matchers::StartsWith(named) && ContainsSubstring("a negative epoch"));
+             Catch::Matchers::StartsWith(named) &&
+                 ContainsSubstring("epoch is -3, a count no run reaches"));
   CHECK_THAT(damage([](nlohmann::json& r) { r["epoch"] = 7; }),
              ContainsSubstring("it is at epoch 7 but holds 2 finished epochs"));
   CHECK_THAT(damage([](nlohmann::json& r) { r["early_stopping"]["best_epoch"] = 99; }),
-             ContainsSubstring("its early stopping names epoch 99 of 2"));
+             ContainsSubstring("early_stopping.best_epoch is 99 of 2 epochs"));
+  CHECK_THAT(damage([](nlohmann::json& r) { r["early_stopping"]["without_improvement"] = 3; }),
+             ContainsSubstring("early_stopping.without_improvement counts 3 evaluations in 2"));
   CHECK_THAT(damage([](nlohmann::json& r) { r["scaler"]["scale"] = -1.0; }),
-             ContainsSubstring("its loss scale is no number a scaler reaches"));
+             ContainsSubstring("scaler.scale is no number a loss scaler reaches"));
   CHECK_THAT(damage([](nlohmann::json& r) { r["partial"]["correct"] = 41; }),
-             ContainsSubstring("its sums of the epoch under way are no counts"));
+             ContainsSubstring("partial: its sums of the epoch under way are no counts"));
+  // Counts a resumed run adds to: past 2^53 (what the ranks' double sums hold), adding overflows.
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  CHECK_THAT(damage([&](nlohmann::json& r) { r["partial"]["samples"] = kHuge; }),
+             ContainsSubstring("partial.samples is " + std::to_string(kHuge) +
+                               ", a count no run reaches"));
+  CHECK_THAT(damage([&](nlohmann::json& r) { r["epochs"][1]["train_samples"] = kHuge; }),
+             ContainsSubstring("epochs[2].train_samples is " + std::to_string(kHuge)));
+  CHECK_THAT(damage([&](nlohmann::json& r) { r["global_step"] = kHuge; }),
+             ContainsSubstring("global_step is " + std::to_string(kHuge)));
+  CHECK_THAT(damage([&](nlohmann::json& r) { r["scaler"]["clean_steps"] = kHuge; }),
+             ContainsSubstring("scaler.clean_steps is " + std::to_string(kHuge)));
+  // nlohmann's own prefix ("[json.exception.type_error.302]") names nothing a user needs.
+  CHECK_THAT(damage([](nlohmann::json& r) { r["epoch"] = 7; }),
+             !ContainsSubstring("[json.exception"));
   CHECK(unchanged(other, copies));
 }
 

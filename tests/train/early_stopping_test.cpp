@@ -81,3 +81,25 @@ TEST_CASE("a value that is not finite stops at once, unless told otherwise", "[t
   CHECK(first_stop(patient, {2.0, nan, nan}).first == 3);
   CHECK(patient.best_value() == 2.0);
 }
+
+TEST_CASE(
+    "a watch without restore_best drops the best weights a checkpoint brought: it would not keep "
+    "them up to date, and a later resume with restore_best would restore them under another "
+    "epoch's name",
+    "[train]") {
+  EarlyStoppingConfig config = watching("train_loss", 2, 0.01);
+  const EarlyStopping::State state{1, 0.5, 0};
+  const std::vector<torch::Tensor> weights = {torch::ones({2})};
+
+  config.restore_best = false;
+  dptrain::train::EarlyStopWatch dropping(config, false);
+  dropping.restore(state, weights);
+  CHECK(dropping.best_weights().empty());
+  CHECK(dropping.state().best_epoch == 1);
+
+  config.restore_best = true;
+  dptrain::train::EarlyStopWatch keeping(config, false);
+  keeping.restore(state, weights);
+  REQUIRE(keeping.best_weights().size() == 1);
+  CHECK(keeping.best_weights()[0].equal(weights[0]));
+}
