@@ -23,7 +23,7 @@ std::vector<std::string> job(const TempDir& dir, const std::string& device,
                           out);
 }
 
-std::filesystem::path train(const TempDir& dir, const std::string& device,
+std::filesystem::path train_on(const TempDir& dir, const std::string& device,
                             const std::string& name) {
   const auto out = dir / name;
   const auto r = run_dptrain(shell_words(job(dir, device, out)));
@@ -74,7 +74,7 @@ TEST_CASE(
     "[cli][resume][model]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  const auto whole = train(dir, "cpu", "whole");
+  const auto whole = train_on(dir, "cpu", "whole");
   // As a GPU run on cuda:1 would have written them.
   REQUIRE(relocate_storages(whole / "checkpoints" / kMidEpoch, dir / "gpu.pt", "cuda:1") > 10);
   REQUIRE(relocate_storages(whole / "model.pt", dir / "gpu-model.pt", "cuda:1") == 8);
@@ -107,7 +107,7 @@ TEST_CASE(
   SKIP_WITHOUT_CUDA();
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  const auto whole = train(dir, "cuda:0", "whole");
+  const auto whole = train_on(dir, "cuda:0", "whole");
   const auto checkpoint = whole / "checkpoints" / kMidEpoch;
   const auto on_gpu = resume(dir, "cuda:0", checkpoint, "on-gpu");
   // The same kernels on the same shapes, but cuDNN's default weight-gradient algorithms may sum

@@ -19,7 +19,7 @@ namespace {
 
 // 3000 images in batches of 30, two epochs of 100 steps, a checkpoint every 10 steps (all kept)
 // and a log line every step (so that a test can stop it where it wants).
-std::vector<std::string> job(const TempDir& dir, const std::filesystem::path& out,
+std::vector<std::string> rewind_job(const TempDir& dir, const std::filesystem::path& out,
                              const std::vector<std::string>& more = {}) {
   std::vector<std::string> extra = {
       "--set", "parallel.devices=cpu",   "--set", "checkpoint.every_steps=10",
@@ -91,11 +91,11 @@ TEST_CASE(
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   const auto run = dir / "run";
-  REQUIRE(run_dptrain(shell_words(job(dir, run))).status == 0);
+  REQUIRE(run_dptrain(shell_words(rewind_job(dir, run))).status == 0);
   const auto uninterrupted = load_parameters(run / "model.pt");
 
   // Back to epoch 1 in the same folder, preempted in the new epoch 2.
-  auto rewind = job(dir, run);
+  auto rewind = rewind_job(dir, run);
   rewind.insert(rewind.end(), {"--resume", (run / "checkpoints" / "epoch-0001.pt").string()});
   const auto written = preempt_after(rewind, "epoch 2 batch 5/100");
   // The abandoned branch's 10 later checkpoints (steps 110 to 200) and its results went aside.
@@ -113,7 +113,7 @@ TEST_CASE(
 
   // The hint's own command goes on from the checkpoint the hint named, and ends where the
   // uninterrupted run ended.
-  auto resume = job(dir, run);
+  auto resume = rewind_job(dir, run);
   resume.insert(resume.end(), {"--resume", "auto"});
   const auto resumed = run_dptrain(shell_words(resume));
   INFO(resumed.err);
@@ -124,7 +124,7 @@ TEST_CASE(
 
   // Back to the abandoned branch's own last checkpoint, from its folder: a history of its own,
   // so every checkpoint of the branch that trained since goes aside in turn.
-  auto back = job(dir, run);
+  auto back = rewind_job(dir, run);
   back.insert(back.end(), {"--resume", (aside[0] / "epoch-0002.pt").string()});
   const auto returned = run_dptrain(shell_words(back));
   INFO(returned.err);
@@ -135,7 +135,7 @@ TEST_CASE(
   }
 
   // --overwrite takes the abandoned branches with the rest.
-  auto again = job(dir, run, {"--set", "train.epochs=1"});
+  auto again = rewind_job(dir, run, {"--set", "train.epochs=1"});
   again.push_back("--overwrite");
   REQUIRE(run_dptrain(shell_words(again)).status == 0);
   CHECK(abandoned_folders(run).empty());
@@ -149,7 +149,7 @@ TEST_CASE(
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   const auto run = dir / "run";
-  REQUIRE(run_dptrain(shell_words(job(dir, run))).status == 0);
+  REQUIRE(run_dptrain(shell_words(rewind_job(dir, run))).status == 0);
   const auto uninterrupted = load_parameters(run / "model.pt");
   // Killed in epoch 1 after step 50's checkpoint, as if its later files had never been written,
   // but with metrics.jsonl and metrics.csv of both epochs left behind.
@@ -160,7 +160,7 @@ TEST_CASE(
   std::filesystem::remove(run / "model.pt");
   REQUIRE(metrics_of(run).size() == 2);
 
-  auto resume = job(dir, run);
+  auto resume = rewind_job(dir, run);
   resume.insert(resume.end(), {"--resume", "auto"});
   preempt_after(resume, "epoch 1 batch 60/100");
   CHECK(metrics_of(run).empty());
@@ -182,9 +182,9 @@ TEST_CASE(
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
   const auto run = dir / "run";
-  REQUIRE(run_dptrain(shell_words(job(dir, run, {"--set", "train.epochs=1"}))).status == 0);
+  REQUIRE(run_dptrain(shell_words(rewind_job(dir, run, {"--set", "train.epochs=1"}))).status == 0);
   CHECK(summary_of(run).at("threads") == 1);
-  auto more = job(dir, run, {"--set", "runtime.threads=2", "--set", "optimizer.lr=0.1"});
+  auto more = rewind_job(dir, run, {"--set", "runtime.threads=2", "--set", "optimizer.lr=0.1"});
   more.insert(more.end(), {"--resume", "auto"});
   const auto resumed = run_dptrain(shell_words(more));
   INFO(resumed.err);
@@ -197,7 +197,7 @@ TEST_CASE(
   CHECK(summary_of(run).at("threads") == 2);
   // The same count again: not a word.
   auto same =
-      job(dir, run,
+      rewind_job(dir, run,
           {"--set", "runtime.threads=2", "--set", "train.epochs=3", "--set", "optimizer.lr=0.1"});
   same.insert(same.end(), {"--resume", "auto"});
   const auto quiet = run_dptrain(shell_words(same));
@@ -212,7 +212,7 @@ TEST_CASE(
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
   const auto run = dir / "run";
-  REQUIRE(run_dptrain(shell_words(job(dir, run, {"--set", "train.epochs=1"}))).status == 0);
+  REQUIRE(run_dptrain(shell_words(rewind_job(dir, run, {"--set", "train.epochs=1"}))).status == 0);
   // A killed part's temporaries, named with a pid that runs now (this test's), as a container's
   // restarted job can have its killed predecessor's pid.
   const std::string pid = std::to_string(::getpid());
@@ -220,7 +220,7 @@ TEST_CASE(
                      run / "checkpoints" / ("epoch-0002.pt.tmp." + pid + ".fedcba9876543210")};
   for (const auto& file : left) write_text(file, "half");
   write_text(run / "results.csv.tmp.2024", "a user's own");
-  auto more = job(dir, run);
+  auto more = rewind_job(dir, run);
   more.insert(more.end(), {"--resume", "auto"});
   const auto resumed = run_dptrain(shell_words(more));
   INFO(resumed.err);

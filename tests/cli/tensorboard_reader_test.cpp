@@ -37,7 +37,7 @@ bool venv_required() {
 
 // 600 images, 10% held out for validation, in batches of 30: 18 steps an epoch, 2 epochs, a step
 // record every 2 steps, a checkpoint every 5.
-std::vector<std::string> job(const TempDir& dir, const std::filesystem::path& out,
+std::vector<std::string> reader_job(const TempDir& dir, const std::filesystem::path& out,
                              const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"train"};
   for (const std::string& set :
@@ -52,7 +52,7 @@ std::vector<std::string> job(const TempDir& dir, const std::filesystem::path& ou
   return args;
 }
 
-void train(const std::vector<std::string>& args) {
+void train_ok(const std::vector<std::string>& args) {
   const auto trained = run_dptrain(shell_words(args));
   INFO(shell_words(args) << "\n" << trained.err);
   REQUIRE(trained.status == 0);
@@ -112,7 +112,7 @@ TEST_CASE("TensorBoard shows a fresh run's every scalar as the file and metrics.
   SKIP_WITHOUT_TENSORBOARD();
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  train(job(dir, dir / "run"));
+  train_ok(reader_job(dir, dir / "run"));
   check_tensorboard_shows_the_run(dir / "run");
 }
 
@@ -122,7 +122,7 @@ TEST_CASE("TensorBoard shows a run resumed after a crash without the steps it re
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
   const auto run = dir / "run";
-  train(job(dir, run, {"--set", "checkpoint.keep_last=0"}));
+  train_ok(reader_job(dir, run, {"--set", "checkpoint.keep_last=0"}));
   // A crash after step 25's checkpoint (18 steps an epoch: 540 images once 10% are held out):
   // what came later never happened, but its records stay in the event file until the resume
   // cuts them.
@@ -131,7 +131,7 @@ TEST_CASE("TensorBoard shows a run resumed after a crash without the steps it re
     REQUIRE(std::filesystem::remove(run / "checkpoints" / gone));
   }
   std::filesystem::remove(run / "summary.json");
-  train(job(dir, run, {"--set", "checkpoint.keep_last=0", "--resume", "auto"}));
+  train_ok(reader_job(dir, run, {"--set", "checkpoint.keep_last=0", "--resume", "auto"}));
   check_tensorboard_shows_the_run(run);
 }
 
@@ -141,13 +141,13 @@ TEST_CASE("TensorBoard shows a preempted and requeued run as one", "[cli][tb][pe
   // 90 steps an epoch: the notice comes with 175 steps still to go.
   write_tiny_dataset(dir / "data", 3000, 60);
   const auto run = dir / "run";
-  BackgroundRun first(job(dir, run, {"--set", "log.every_steps=1"}));
+  BackgroundRun first(reader_job(dir, run, {"--set", "log.every_steps=1"}));
   REQUIRE(first.wait_for_stderr("epoch 1 batch 5/", 120));
   first.signal(SIGUSR1);
   const auto stopped = first.finish(120);
   INFO(stopped.err);
   REQUIRE(stopped.status == 75);
-  train(job(dir, run, {"--set", "log.every_steps=1", "--resume", "auto"}));
+  train_ok(reader_job(dir, run, {"--set", "log.every_steps=1", "--resume", "auto"}));
   check_tensorboard_shows_the_run(run);
 }
 
@@ -155,7 +155,7 @@ TEST_CASE("TensorBoard shows a ddp run's scalars as rank 0 wrote them", "[cli][t
   SKIP_WITHOUT_TENSORBOARD();
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  train(job(dir, dir / "run",
+  train_ok(reader_job(dir, dir / "run",
             {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"}));
   check_tensorboard_shows_the_run(dir / "run");
 }

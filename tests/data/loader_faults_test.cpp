@@ -17,7 +17,7 @@ using testing::FaultyDataset;
 
 namespace {
 
-data::LoaderOptions host(int64_t batch_size, int64_t workers) {
+data::LoaderOptions host_options(int64_t batch_size, int64_t workers) {
   data::LoaderOptions o;
   o.batch_size = batch_size;
   o.num_workers = workers;
@@ -39,7 +39,7 @@ TEST_CASE("a worker's error reaches the trainer in turn, naming batch and worker
     INFO("workers " << workers);
     const int64_t before = testing::thread_count();
     {
-      const auto loader = sequential_loader(dataset, host(10, workers));
+      const auto loader = sequential_loader(dataset, host_options(10, workers));
       loader->start_epoch(1);
       for (int k = 0; k < 3; ++k) REQUIRE(loader->next());  // the batches before it arrive
       std::string message;
@@ -67,7 +67,7 @@ TEST_CASE("stopping early with batches in flight joins every worker", "[data]") 
   auto dataset = std::make_shared<FaultyDataset>(400, /*bad_index=*/-1, 2ms);
   const int64_t before = testing::thread_count();
   {
-    data::LoaderOptions options = host(8, 4);
+    data::LoaderOptions options = host_options(8, 4);
     options.prefetch_batches = 6;
     const auto loader = sequential_loader(dataset, options);
     loader->start_epoch(0);
@@ -87,7 +87,7 @@ TEST_CASE("stopping early with batches in flight joins every worker", "[data]") 
 TEST_CASE("Ctrl-C while waiting for a slow worker stops the wait at once", "[data]") {
   auto dataset = std::make_shared<FaultyDataset>(40, /*bad_index=*/-1, 1500ms);
   core::clear_interrupt();
-  const auto loader = sequential_loader(dataset, host(10, 2));
+  const auto loader = sequential_loader(dataset, host_options(10, 2));
   loader->start_epoch(0);
   // Ctrl-C arrives while next() waits for batch 0; a wait that did not notice it would return
   // the batch once the worker is done, 1.5 s in, instead of throwing.

@@ -19,7 +19,7 @@ using dptrain::testing::float64_small_resnet;
 using dptrain::testing::run_ranks;
 
 constexpr int64_t kBatch = 12;  // splits evenly over 2 and 3 ranks
-constexpr int kSteps = 20;
+constexpr int kBatchNormSteps = 20;
 
 struct Batches {
   std::vector<torch::Tensor> images, labels;
@@ -29,7 +29,7 @@ struct Batches {
 Batches make_batches() {
   torch::manual_seed(11);
   Batches b;
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < kBatchNormSteps; ++s) {
     // Not centred, so that the running statistics move away from their initial 0 and 1.
     b.images.push_back(torch::rand({kBatch, 1, 28, 28}, torch::kFloat64) * 2 + 0.5);
     b.labels.push_back(torch::randint(10, {kBatch}, torch::kLong));
@@ -49,10 +49,10 @@ State state_of(Backend& backend) {
 }
 
 // SGD steps on `part` of each batch (this rank's shard, or all of it).
-State train(Backend& backend, const Batches& data, int64_t begin, int64_t size) {
+State train_steps(Backend& backend, const Batches& data, int64_t begin, int64_t size) {
   torch::optim::SGD sgd(backend.parameters(), torch::optim::SGDOptions(0.1));
   backend.set_training(true);
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < kBatchNormSteps; ++s) {
     sgd.zero_grad();
     const torch::Tensor x = data.images[s].narrow(0, begin, size);
     const torch::Tensor y = data.labels[s].narrow(0, begin, size);
@@ -82,7 +82,7 @@ std::vector<State> train_ddp(int world, const Batches& data, bool sync_batchnorm
                                                    std::move(comm), /*bucket_bytes=*/1 << 20,
                                                    /*zero_stage=*/0, sync_batchnorm);
     const int64_t shard = kBatch / world;
-    states[static_cast<size_t>(rank)] = train(ddp, data, rank * shard, shard);
+    states[static_cast<size_t>(rank)] = train_steps(ddp, data, rank * shard, shard);
   });
   return states;
 }
@@ -95,7 +95,7 @@ TEST_CASE(
     "[parallel][batchnorm]") {
   const Batches data = make_batches();
   dptrain::parallel::SingleDevice single(float64_small_resnet(), torch::kCPU);
-  const State one = train(single, data, 0, kBatch);
+  const State one = train_steps(single, data, 0, kBatch);
   // The running statistics moved: a comparison of untouched buffers would prove nothing.
   CHECK(one.buffers.at(0).abs().max().item<double>() > 0.05);
   for (const int world : {2, 3}) {
@@ -105,7 +105,7 @@ TEST_CASE(
       CHECK(max_difference(rank.params, one.params) < 1e-10);
       CHECK(max_difference(rank.buffers, one.buffers) < 1e-10);
       // num_batches_tracked counts steps exactly.
-      CHECK(rank.buffers.back().item<int64_t>() == kSteps);
+      CHECK(rank.buffers.back().item<int64_t>() == kBatchNormSteps);
     }
   }
 }
@@ -117,7 +117,7 @@ TEST_CASE(
   const Batches data = make_batches();
   dptrain::parallel::DataParallel dp(float64_small_resnet(), {torch::kCPU, torch::kCPU},
                                      torch::kCPU);
-  const State replicas = train(dp, data, 0, kBatch);
+  const State replicas = train_steps(dp, data, 0, kBatch);
   const std::vector<State> ranks = train_ddp(2, data, /*sync_batchnorm=*/false);
   for (const State& rank : ranks) {
     CHECK(max_difference(rank.params, replicas.params) < 1e-10);

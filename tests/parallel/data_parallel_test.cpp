@@ -39,7 +39,7 @@ std::vector<Batch> batches(const std::vector<int64_t>& sizes) {
 }
 
 // SGD steps as the trainer takes them; returns the final parameters.
-std::vector<torch::Tensor> train(Backend& backend, const std::vector<Batch>& data) {
+std::vector<torch::Tensor> train_steps(Backend& backend, const std::vector<Batch>& data) {
   // A step size that keeps training well conditioned: with a large one (0.5 here) rounding
   // differences grow until even two single-device runs with different thread counts part ways.
   torch::optim::SGD sgd(backend.parameters(), torch::optim::SGDOptions(0.1));
@@ -92,11 +92,11 @@ TEST_CASE("dp over repeated CPU devices takes single-device training's steps", "
   const auto initial = single.parameters();
   std::vector<torch::Tensor> start;
   for (const auto& p : initial) start.push_back(p.detach().clone());
-  const auto expected = train(single, data);
+  const auto expected = train_steps(single, data);
 
   DataParallel dp(float64_lenet(), std::vector<torch::Device>(devices, kCpu), kCpu);
   CHECK(max_relative_difference(dp.parameters(), start) == 0);
-  const auto got = train(dp, data);
+  const auto got = train_steps(dp, data);
   // The steps moved the parameters far more than the tolerance, so a lost replica would show.
   REQUIRE(max_relative_difference(start, expected) > 0.05);
   CHECK(max_relative_difference(got, expected) <= 1e-10);
@@ -108,13 +108,13 @@ TEST_CASE("dp over [cuda:0, cuda:0] takes single-device training's steps on cuda
   const torch::Device gpu(torch::kCUDA, 0);
   const std::vector<Batch> data = batches(step_sizes(2));
   dptrain::parallel::SingleDevice single(float64_lenet(), gpu);
-  const auto expected = train(single, data);
+  const auto expected = train_steps(single, data);
   // Gathered on the GPU (the default) and on the host: streams, events and copies both ways.
   for (const torch::Device output : {gpu, kCpu}) {
     INFO("output device " << output.str());
     DataParallel dp(float64_lenet(), {gpu, gpu}, output);
     // float64 on the GPU: cuDNN's backward may sum in any order, so not bit for bit.
-    CHECK(max_relative_difference(train(dp, data), expected) <= 1e-9);
+    CHECK(max_relative_difference(train_steps(dp, data), expected) <= 1e-9);
   }
 }
 

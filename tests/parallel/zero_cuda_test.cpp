@@ -16,12 +16,12 @@ namespace {
 using dptrain::parallel::DistributedDataParallel;
 using dptrain::train::Session;
 
-constexpr int64_t kSteps = 6;
+constexpr int64_t kZeroCudaSteps = 6;
 
-// kSteps Adam steps of 64 samples per rank at `stage`; every rank's parameters after each step.
+// kZeroCudaSteps Adam steps of 64 samples per rank at `stage`; every rank's parameters after each step.
 std::vector<std::vector<torch::Tensor>> train_on_gpus(int world, int stage) {
   auto g = at::detail::createCPUGenerator(/*seed_val=*/5);
-  const torch::Tensor images = torch::rand({kSteps * 64 * world, 1, 28, 28}, g);
+  const torch::Tensor images = torch::rand({kZeroCudaSteps * 64 * world, 1, 28, 28}, g);
   const torch::Tensor labels = torch::randint(0, 10, {images.size(0)}, g, torch::kInt64);
   std::vector<torch::Device> gpus;
   for (int r = 0; r < world; ++r) gpus.emplace_back(torch::kCUDA, r);
@@ -38,7 +38,7 @@ std::vector<std::vector<torch::Tensor>> train_on_gpus(int world, int stage) {
           return std::make_unique<torch::optim::Adam>(std::move(params),
                                                       torch::optim::AdamOptions(1e-3));
         });
-        for (int64_t step = 0; step < kSteps; ++step) {
+        for (int64_t step = 0; step < kZeroCudaSteps; ++step) {
           const int64_t first = (step * world + rank) * 64;
           dptrain::train::accumulate_micro_batch(s, images.narrow(0, first, 64).to(gpu),
                                                  labels.narrow(0, first, 64).to(gpu), 0, 1);
@@ -64,7 +64,7 @@ TEST_CASE("ZeRO over NCCL: reduce-scatter and all-gather take stage 0's steps, o
   for (const int stage : {1, 2}) {
     INFO(world << " GPUs, stage " << stage);
     const auto sharded = train_on_gpus(world, stage);
-    for (int64_t step = 0; step < kSteps; ++step) {
+    for (int64_t step = 0; step < kZeroCudaSteps; ++step) {
       INFO("after step " << step + 1);
       // The all-gather gives every rank the same bytes.
       for (const auto& rank : sharded) CHECK(torch::equal(rank[step], sharded[0][step]));

@@ -90,13 +90,13 @@ struct Data {
   torch::Tensor labels;
 };
 
-Data data(int64_t n) {
+Data make_data(int64_t n) {
   auto g = at::detail::createCPUGenerator(/*seed_val=*/5);
   return {torch::rand({n, 1, 28, 28}, g), torch::randint(0, 10, {n}, g, torch::kInt64)};
 }
 
 constexpr int64_t kBatch = 48;  // splits over 1, 2, 3 and 4 ranks
-constexpr int64_t kSteps = 21;
+constexpr int64_t kZeroSteps = 21;
 // Several buckets, whose edges fall inside the ranks' shards.
 constexpr int64_t kBucketBytes = 100'000;
 
@@ -118,9 +118,9 @@ struct RankRun {
 // them (an overflow on one rank).
 using BeforeStep = std::function<void(int rank, int64_t step, Session& s)>;
 
-// kSteps steps of kBatch samples (in `v.accumulate` micro-batches each) at `stage` on `world`
+// kZeroSteps steps of kBatch samples (in `v.accumulate` micro-batches each) at `stage` on `world`
 // ranks; per rank.
-std::vector<RankRun> train(int world, int stage, const Variant& v, const Data& d,
+std::vector<RankRun> train_ranks(int world, int stage, const Variant& v, const Data& d,
                            const BeforeStep& before_step = nullptr) {
   std::vector<RankRun> runs(static_cast<size_t>(world));
   run_ranks(world, [&](int rank, std::unique_ptr<dptrain::distributed::Communicator>& comm) {
@@ -130,7 +130,7 @@ std::vector<RankRun> train(int world, int stage, const Variant& v, const Data& d
         v);
     RankRun& run = runs[static_cast<size_t>(rank)];
     const int64_t share = kBatch / world / v.accumulate;
-    for (int64_t step = 0; step < kSteps; ++step) {
+    for (int64_t step = 0; step < kZeroSteps; ++step) {
       for (int64_t k = 0; k < v.accumulate; ++k) {
         const int64_t first = step * kBatch + k * (kBatch / v.accumulate) + rank * share;
         dptrain::train::accumulate_micro_batch(s, d.images.narrow(0, first, share),
@@ -148,8 +148,8 @@ std::vector<RankRun> train(int world, int stage, const Variant& v, const Data& d
   return runs;
 }
 
-std::vector<RankRun> train(int world, int stage, Kind kind, const Data& d) {
-  return train(world, stage, plain(kind), d);
+std::vector<RankRun> train_ranks(int world, int stage, Kind kind, const Data& d) {
+  return train_ranks(world, stage, plain(kind), d);
 }
 
 const char* name_of(Kind kind) {
@@ -170,18 +170,18 @@ const char* name_of(Kind kind) {
 
 TEST_CASE("ZeRO stages 1 and 2 take stage 0's steps bit for bit on 1 to 4 Gloo ranks",
           "[parallel][zero][slow]") {
-  const Data d = data(kSteps * kBatch);
+  const Data d = make_data(kZeroSteps * kBatch);
   for (const Kind kind : {Kind::kSgdMomentum, Kind::kAdam}) {
     for (int world = 1; world <= 4; ++world) {
-      const std::vector<RankRun> stage0 = train(world, 0, kind, d);
+      const std::vector<RankRun> stage0 = train_ranks(world, 0, kind, d);
       const int64_t n = stage0[0].after_step[0].numel();
       // The steps moved the parameters: equal to the start would pass as well.
       REQUIRE(max_relative_difference({stage0[0].after_step.back()}, {stage0[0].after_step[0]}) >
               1e-3);
       for (const int stage : {1, 2}) {
         INFO(name_of(kind) << ", " << world << " ranks, stage " << stage);
-        const std::vector<RankRun> sharded = train(world, stage, kind, d);
-        for (int64_t step = 0; step < kSteps; ++step) {
+        const std::vector<RankRun> sharded = train_ranks(world, stage, kind, d);
+        for (int64_t step = 0; step < kZeroSteps; ++step) {
           INFO("after step " << step + 1);
           for (const RankRun& rank : sharded) {
             CHECK(torch::equal(rank.after_step[step], stage0[0].after_step[step]));
@@ -303,7 +303,7 @@ TEST_CASE(
     "ZeRO stays with stage 0 under accumulation, Nesterov, AdamW and bf16 (bit for bit) and "
     "clipping (to float rounding)",
     "[parallel][zero][slow]") {
-  const Data d = data(kSteps * kBatch);
+  const Data d = make_data(kZeroSteps * kBatch);
   struct Case {
     const char* what;
     Variant v;
@@ -317,13 +317,13 @@ TEST_CASE(
   };
   for (const Case& c : cases) {
     for (const int world : {2, 3}) {
-      const std::vector<RankRun> stage0 = train(world, 0, c.v, d);
+      const std::vector<RankRun> stage0 = train_ranks(world, 0, c.v, d);
       REQUIRE(max_relative_difference({stage0[0].after_step.back()}, {stage0[0].after_step[0]}) >
               1e-3);
       for (const int stage : {1, 2}) {
         INFO(c.what << ", " << world << " ranks, stage " << stage);
-        const std::vector<RankRun> sharded = train(world, stage, c.v, d);
-        for (int64_t step = 0; step < kSteps; ++step) {
+        const std::vector<RankRun> sharded = train_ranks(world, stage, c.v, d);
+        for (int64_t step = 0; step < kZeroSteps; ++step) {
           INFO("after step " << step + 1);
           for (const RankRun& rank : sharded) {
             if (c.tolerance == 0) {
@@ -341,7 +341,7 @@ TEST_CASE(
 
 TEST_CASE("an inf in one ZeRO rank's shard of the gradients makes every rank skip the step",
           "[parallel][zero]") {
-  const Data d = data(kSteps * kBatch);
+  const Data d = make_data(kZeroSteps * kBatch);
   constexpr int64_t kSpoiled = 5;  // 0-based: the sixth step
   for (const int stage : {1, 2}) {
     INFO("stage " << stage);
@@ -353,13 +353,13 @@ TEST_CASE("an inf in one ZeRO rank's shard of the gradients makes every rank ski
       }
     };
     const std::vector<RankRun> ranks =
-        train(3, stage, Variant{Kind::kSgdMomentum, 1, 0, std::nullopt, true}, d, spoil);
+        train_ranks(3, stage, Variant{Kind::kSgdMomentum, 1, 0, std::nullopt, true}, d, spoil);
     for (const RankRun& rank : ranks) {
       // That step changed nothing, on any rank, and halved every rank's scale.
       CHECK(torch::equal(rank.after_step[kSpoiled], rank.after_step[kSpoiled - 1]));
       CHECK(rank.scales[kSpoiled] == rank.scales[kSpoiled - 1] / 2);
       CHECK_FALSE(torch::equal(rank.after_step[kSpoiled + 1], rank.after_step[kSpoiled]));
-      for (int64_t step = 0; step < kSteps; ++step) {
+      for (int64_t step = 0; step < kZeroSteps; ++step) {
         CHECK(torch::equal(rank.after_step[step], ranks[0].after_step[step]));
       }
     }

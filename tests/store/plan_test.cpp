@@ -22,9 +22,9 @@ using testing::TempDir;
 
 namespace {
 
-const std::string kSecret = "0123456789abcdef0123456789abcdef";
+const std::string kPlanSecret = "0123456789abcdef0123456789abcdef";
 
-launch::EnvLookup env_of(std::map<std::string, std::string> vars) {
+launch::EnvLookup plan_env(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     const auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
@@ -33,7 +33,7 @@ launch::EnvLookup env_of(std::map<std::string, std::string> vars) {
 }
 
 StorePlan plan_of(std::map<std::string, std::string> vars) {
-  const launch::EnvLookup env = env_of(vars);
+  const launch::EnvLookup env = plan_env(vars);
   return store::plan_store(*launch::detect_launcher(env), env);
 }
 
@@ -89,18 +89,18 @@ TEST_CASE("a job across machines needs a secret, then listens at its port with i
   vars["DPTRAIN_JOB_SECRET"] = "short";
   CHECK(error_of([&] { plan_of(vars); }) ==
         "DPTRAIN_JOB_SECRET holds 5 characters, too few to be a secret (at least 16)");
-  vars["DPTRAIN_JOB_SECRET"] = kSecret;
+  vars["DPTRAIN_JOB_SECRET"] = kPlanSecret;
   const StorePlan two = plan_of(vars);
   CHECK(two.kind == StorePlan::Kind::kDptrain);
   CHECK_FALSE(two.serve);
   CHECK(two.host == "gpu01");
   CHECK(two.port == 15000 + 777 % 14000);
-  CHECK(two.secret == kSecret);
+  CHECK(two.secret == kPlanSecret);
   CHECK(two.key_prefix ==
-        "dptrain/777.0/" + core::hex(core::sha256("dptrain key prefix\n" + kSecret)).substr(0, 16) +
+        "dptrain/777.0/" + core::hex(core::sha256("dptrain key prefix\n" + kPlanSecret)).substr(0, 16) +
             "/0/");
   vars = slurm(0, 2, runtime.path());
-  vars["DPTRAIN_JOB_SECRET"] = kSecret;
+  vars["DPTRAIN_JOB_SECRET"] = kPlanSecret;
   const StorePlan zero = plan_of(vars);
   CHECK(zero.serve);
   CHECK(zero.bind_address.empty());  // every interface: the other machines must reach it
@@ -120,7 +120,7 @@ TEST_CASE("mpirun's ranks take their job's id from Open MPI, and no secret but t
                                              {"XDG_RUNTIME_DIR", runtime.path()}};
   // Open MPI's transport key is not a secret (its daemons may carry it on command lines).
   CHECK_THAT(error_of([&] { plan_of(vars); }), ContainsSubstring("DPTRAIN_JOB_SECRET is not set"));
-  vars["DPTRAIN_JOB_SECRET"] = kSecret;
+  vars["DPTRAIN_JOB_SECRET"] = kPlanSecret;
   const StorePlan plan = plan_of(vars);
   CHECK(plan.port == 15000 + 1114308609 % 14000);  // not a fixed 29500 that two jobs share
   CHECK(plan.key_prefix.rfind("dptrain/1114308609/", 0) == 0);
@@ -156,10 +156,10 @@ TEST_CASE("torchrun's agent store is used as it is, dptrain's launcher's with it
                                   {"TORCHELASTIC_USE_AGENT_STORE", "True"},
                                   {"DPTRAIN_LAUNCHER", "dptrain"},
                                   {"DPTRAIN_JOB_ID", "dptrain-41000"},
-                                  {"DPTRAIN_JOB_SECRET", kSecret}});
+                                  {"DPTRAIN_JOB_SECRET", kPlanSecret}});
   CHECK(ours.kind == StorePlan::Kind::kDptrain);
   CHECK_FALSE(ours.serve);  // the launcher does
-  CHECK(ours.secret == kSecret);
+  CHECK(ours.secret == kPlanSecret);
   CHECK(ours.key_prefix.rfind("dptrain/dptrain-41000/", 0) == 0);
   CHECK(plan_of({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}})
             .kind == StorePlan::Kind::kDptrain);
@@ -173,18 +173,18 @@ TEST_CASE("torchrun's agent store is used as it is, dptrain's launcher's with it
                                       {"MASTER_ADDR", "node0"},
                                       {"MASTER_PORT", "38349"},
                                       {"TORCHELASTIC_RESTART_COUNT", count},
-                                      {"DPTRAIN_JOB_SECRET", kSecret}});
+                                      {"DPTRAIN_JOB_SECRET", kPlanSecret}});
     CHECK(joined.kind == StorePlan::Kind::kDptrain);
     CHECK(joined.key_prefix.rfind("dptrain/none-38349/", 0) == 0);
     CHECK(joined.key_prefix.substr(joined.key_prefix.size() - 3) == "/0/");
   }
-  CHECK(store::plan_store(launch::RankInfo{}, env_of({})).kind == StorePlan::Kind::kInProcess);
+  CHECK(store::plan_store(launch::RankInfo{}, plan_env({})).kind == StorePlan::Kind::kInProcess);
 }
 
 TEST_CASE("the private runtime folder and its files are refused when anyone else could plant them",
           "[dist][store][security]") {
   TempDir runtime;
-  const auto env = env_of({{"XDG_RUNTIME_DIR", runtime.path()}});
+  const auto env = plan_env({{"XDG_RUNTIME_DIR", runtime.path()}});
   const auto dir = runtime / "dptrain";
   SECTION("a link planted where the folder goes") {
     std::filesystem::create_directory(runtime / "elsewhere");
@@ -202,12 +202,12 @@ TEST_CASE("the private runtime folder and its files are refused when anyone else
     const auto folder = store::private_runtime_dir(env);
     const auto file = store::rendezvous_file(folder, "job/../x");
     CHECK(file == folder / "store-job_.._x");
-    store::publish(file, {4242, kSecret});
+    store::publish(file, {4242, kPlanSecret});
     std::string why;
     const auto read = store::read_published(file, why);
     REQUIRE(read.has_value());
     CHECK(read->port == 4242);
-    CHECK(read->secret == kSecret);
+    CHECK(read->secret == kPlanSecret);
     ::chmod(file.c_str(), 0644);
     CHECK_FALSE(store::read_published(file, why));
     CHECK_THAT(why, ContainsSubstring("not a private file of this user"));
@@ -220,7 +220,7 @@ TEST_CASE(
     "[dist][store][security]") {
   if (::geteuid() != 0) DPTRAIN_SKIP("needs root, to give a folder to another user (CI is root)");
   TempDir tmp, home;
-  const auto env = env_of({{"TMPDIR", tmp.path()}, {"HOME", home.path()}});
+  const auto env = plan_env({{"TMPDIR", tmp.path()}, {"HOME", home.path()}});
   const auto shared = tmp / ("dptrain-" + std::to_string(::geteuid()));
   // Unclaimed, it is made and used.
   CHECK(store::private_runtime_dir(env) == shared);
@@ -234,7 +234,7 @@ TEST_CASE(
   REQUIRE(::stat(folder.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
   CHECK(store::private_runtime_dir(
-            env_of({{"TMPDIR", tmp.path()}, {"XDG_CACHE_HOME", (home / "xdg").string()}})) ==
+            plan_env({{"TMPDIR", tmp.path()}, {"XDG_CACHE_HOME", (home / "xdg").string()}})) ==
         home / "xdg" / "dptrain");
   // A link planted there instead: the same.
   std::filesystem::remove(shared);
@@ -248,11 +248,11 @@ TEST_CASE(
     "served, or just written, stays",
     "[dist][store]") {
   TempDir runtime;
-  const auto folder = store::private_runtime_dir(env_of({{"XDG_RUNTIME_DIR", runtime.path()}}));
+  const auto folder = store::private_runtime_dir(plan_env({{"XDG_RUNTIME_DIR", runtime.path()}}));
   const auto killed = store::rendezvous_file(folder, "job-7-0");  // its rank 0 SIGKILLed
   const auto served = store::rendezvous_file(folder, "job-8-0");
   const auto fresh = store::rendezvous_file(folder, "job-9-0");  // its lock not yet taken
-  for (const auto& f : {killed, served, fresh}) store::publish(f, {4242, kSecret});
+  for (const auto& f : {killed, served, fresh}) store::publish(f, {4242, kPlanSecret});
   const auto an_hour_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
   for (const auto& f : {killed, served}) std::filesystem::last_write_time(f, an_hour_ago);
   const dptrain::core::FileLock serving(served, dptrain::core::FileLock::Mode::kTry);

@@ -21,9 +21,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kSecret = "the job's secret, 32 characters!";
+const std::string kStoreSecret = "the job's secret, 32 characters!";
 
-c10::intrusive_ptr<store::StoreClient> client_at(uint16_t port, const std::string& secret = kSecret,
+c10::intrusive_ptr<store::StoreClient> client_at(uint16_t port, const std::string& secret = kStoreSecret,
                                                  std::chrono::milliseconds timeout = 5s) {
   const store::StoreEndpoint here{"127.0.0.1", port, secret};
   return c10::make_intrusive<store::StoreClient>(
@@ -31,7 +31,7 @@ c10::intrusive_ptr<store::StoreClient> client_at(uint16_t port, const std::strin
 }
 
 c10::intrusive_ptr<store::StoreClient> client_of(const store::StoreServer& server,
-                                                 const std::string& secret = kSecret,
+                                                 const std::string& secret = kStoreSecret,
                                                  std::chrono::milliseconds timeout = 5s) {
   return client_at(server.port(), secret, timeout);
 }
@@ -114,7 +114,7 @@ std::string u32(uint32_t v) {
 
 TEST_CASE("the store answers as c10d's stores do: set, get, add, compareSet, check, delete, keys",
           "[dist][store]") {
-  store::StoreServer server("127.0.0.1", 0, kSecret);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret);
   auto store = client_of(server);
   store->set("a", bytes("one"));
   CHECK(store->get("a") == bytes("one"));
@@ -138,7 +138,7 @@ TEST_CASE("the store answers as c10d's stores do: set, get, add, compareSet, che
 
 TEST_CASE("get and wait wait for another client's set, and time out naming the key",
           "[dist][store]") {
-  store::StoreServer server("127.0.0.1", 0, kSecret);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret);
   auto waiter = client_of(server);
   auto setter = client_of(server);
   std::thread later([&] {
@@ -155,7 +155,7 @@ TEST_CASE("get and wait wait for another client's set, and time out naming the k
 }
 
 TEST_CASE("a client without the job's secret is refused, and says so", "[dist][store][security]") {
-  store::StoreServer server("127.0.0.1", 0, kSecret);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret);
   try {
     client_of(server, "another job's secret", 500ms);
     FAIL("a client with the wrong secret got in");
@@ -200,7 +200,7 @@ TEST_CASE(
     }
   });
   try {
-    client_at(ntohs(a.sin_port), kSecret, 300ms);
+    client_at(ntohs(a.sin_port), kStoreSecret, 300ms);
     FAIL("the client trusted an impostor");
   } catch (const core::Error& e) {
     CHECK_THAT(e.what(), ContainsSubstring("does not hold this rank's job secret"));
@@ -212,7 +212,7 @@ TEST_CASE(
 
 TEST_CASE("a flood of strangers delays the ranks but cannot lock them out of the store",
           "[dist][store][security]") {
-  store::StoreServer server("127.0.0.1", 0, kSecret);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret);
   // More connections than the server keeps for strangers, none of which says anything.
   std::vector<std::unique_ptr<RawPeer>> strangers;
   for (int i = 0; i < 200; ++i) strangers.push_back(std::make_unique<RawPeer>(server.port()));
@@ -231,7 +231,7 @@ TEST_CASE("a flood of strangers delays the ranks but cannot lock them out of the
 }
 
 TEST_CASE("a wait without a timeout waits as long as it takes", "[dist][store]") {
-  store::StoreServer server("127.0.0.1", 0, kSecret);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret);
   auto waiter = client_of(server);
   std::thread later([&] {
     std::this_thread::sleep_for(300ms);
@@ -244,7 +244,7 @@ TEST_CASE("a wait without a timeout waits as long as it takes", "[dist][store]")
 
 TEST_CASE("a connection that does not prove the secret in time is dropped",
           "[dist][store][security]") {
-  store::StoreServer server("127.0.0.1", 0, kSecret, /*handshake_time=*/200ms);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret, /*handshake_time=*/200ms);
   RawPeer silent(server.port());
   silent.send("DPT");  // most of nothing
   bool closed = false;
@@ -261,9 +261,9 @@ TEST_CASE("lengths beyond the limits end the connection before anything that lon
     INFO((authenticated ? "after" : "before") << " the handshake");
     const std::string outcome = testing::run_within_memory(
         [&] {
-          store::StoreServer server("127.0.0.1", 0, kSecret);
+          store::StoreServer server("127.0.0.1", 0, kStoreSecret);
           RawPeer peer(server.port());
-          if (authenticated && !peer.authenticate(kSecret)) throw std::runtime_error("refused");
+          if (authenticated && !peer.authenticate(kStoreSecret)) throw std::runtime_error("refused");
           const std::string set = std::string(1, static_cast<char>(store::Op::kSet)) + u32(2) +
                                   u32(1) + "k" + u32(0xffffffff);
           peer.send(set + std::string(1 << 16, 'x'));
@@ -279,10 +279,10 @@ TEST_CASE("lengths beyond the limits end the connection before anything that lon
     CHECK((outcome == "threw: closed after 0 bytes" ||
            (!authenticated && outcome == "threw: closed after 1 bytes")));
   }
-  store::StoreServer server("127.0.0.1", 0, kSecret);
+  store::StoreServer server("127.0.0.1", 0, kStoreSecret);
   // Too many fields are refused the same way.
   RawPeer many(server.port());
-  REQUIRE(many.authenticate(kSecret));
+  REQUIRE(many.authenticate(kStoreSecret));
   many.send(std::string(1, '\7') + u32(1u << 20));
   bool closed = false;
   many.receive(2s, closed);

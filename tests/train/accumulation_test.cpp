@@ -19,7 +19,7 @@ using dptrain::testing::float64_lenet;
 using dptrain::testing::max_relative_difference;
 using dptrain::train::Session;
 
-constexpr int64_t kSteps = 2;  // optimizer steps, so that momentum carries between them
+constexpr int64_t kAccumulationSteps = 2;  // optimizer steps, so that momentum carries between them
 constexpr int64_t kMicroBatches = 4;
 
 struct Data {
@@ -27,7 +27,7 @@ struct Data {
   torch::Tensor labels;
 };
 
-Data data(int64_t n) {
+Data make_data(int64_t n) {
   auto g = at::detail::createCPUGenerator(/*seed_val=*/11);
   return {torch::rand({n, 1, 28, 28}, g, torch::kFloat64),
           torch::randint(0, 10, {n}, g, torch::kInt64)};
@@ -41,13 +41,13 @@ Session session_on(std::unique_ptr<Backend> backend) {
   return s;
 }
 
-// kSteps optimizer steps of `micro` micro-batches of `size` samples each, this rank taking rows
+// kAccumulationSteps optimizer steps of `micro` micro-batches of `size` samples each, this rank taking rows
 // [rank * size / world, (rank + 1) * size / world) of every micro-batch; the final parameters.
-std::vector<torch::Tensor> train(Session& s, const Data& d, int64_t micro, int64_t size,
+std::vector<torch::Tensor> train_steps(Session& s, const Data& d, int64_t micro, int64_t size,
                                  int rank = 0, int world = 1) {
   const std::vector<torch::Tensor> params = s.backend->parameters();
   const int64_t share = size / world;
-  for (int64_t step = 0; step < kSteps; ++step) {
+  for (int64_t step = 0; step < kAccumulationSteps; ++step) {
     for (int64_t i = 0; i < micro; ++i) {
       const int64_t first = (step * micro + i) * size + rank * share;
       dptrain::train::accumulate_micro_batch(s, d.images.narrow(0, first, share),
@@ -64,25 +64,25 @@ std::vector<torch::Tensor> train(Session& s, const Data& d, int64_t micro, int64
 std::vector<torch::Tensor> whole_batches(const Data& d, int64_t micro, int64_t size) {
   Session s =
       session_on(std::make_unique<dptrain::parallel::SingleDevice>(float64_lenet(), torch::kCPU));
-  return train(s, d, /*micro=*/1, micro * size);
+  return train_steps(s, d, /*micro=*/1, micro * size);
 }
 
 }  // namespace
 
 TEST_CASE("4 micro-batches of 64 take the step of one batch of 256 on single and dp",
           "[train][accumulation][slow]") {
-  const Data d = data(kSteps * 256);
+  const Data d = make_data(kAccumulationSteps * 256);
   const auto expected = whole_batches(d, kMicroBatches, 64);
   Session single =
       session_on(std::make_unique<dptrain::parallel::SingleDevice>(float64_lenet(), torch::kCPU));
-  const auto accumulated = train(single, d, kMicroBatches, 64);
+  const auto accumulated = train_steps(single, d, kMicroBatches, 64);
   CHECK(max_relative_difference(accumulated, expected) < 1e-10);
   // The parameters moved: equal to the start would pass the comparison above just as well.
   CHECK(max_relative_difference(accumulated, float64_lenet().ptr()->parameters()) > 1e-3);
 
   Session dp = session_on(std::make_unique<dptrain::parallel::DataParallel>(
       float64_lenet(), std::vector<torch::Device>{torch::kCPU, torch::kCPU}, torch::kCPU));
-  CHECK(max_relative_difference(train(dp, d, kMicroBatches, 64), expected) < 1e-10);
+  CHECK(max_relative_difference(train_steps(dp, d, kMicroBatches, 64), expected) < 1e-10);
 }
 
 TEST_CASE(
@@ -92,7 +92,7 @@ TEST_CASE(
   // Micro-batches of 64 over 2 ranks; 63 over 3 (64 does not split in three).
   for (const auto& [world, size] : {std::pair<int, int64_t>{2, 64}, {3, 63}}) {
     INFO(world << " ranks, micro-batches of " << size);
-    const Data d = data(kSteps * kMicroBatches * size);
+    const Data d = make_data(kAccumulationSteps * kMicroBatches * size);
     const auto expected = whole_batches(d, kMicroBatches, size);
     std::vector<std::vector<torch::Tensor>> results(static_cast<size_t>(world));
     dptrain::testing::run_ranks(
@@ -102,9 +102,9 @@ TEST_CASE(
           Session s = session_on(std::make_unique<dptrain::parallel::DistributedDataParallel>(
               float64_lenet(), torch::kCPU, std::move(owned), /*bucket_bytes=*/25 << 20));
           const int64_t before = comm.all_reduces_launched();
-          results[static_cast<size_t>(rank)] = train(s, d, kMicroBatches, size, rank, world);
+          results[static_cast<size_t>(rank)] = train_steps(s, d, kMicroBatches, size, rank, world);
           // LeNet's 0.5 MB of float64 gradients fill one bucket: one all-reduce per step.
-          RANK_CHECK(comm.all_reduces_launched() - before == kSteps);
+          RANK_CHECK(comm.all_reduces_launched() - before == kAccumulationSteps);
         });
     for (const auto& r : results) CHECK(max_relative_difference(r, expected) < 1e-10);
   }
