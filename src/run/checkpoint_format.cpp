@@ -199,8 +199,9 @@ void check_resume_point(const ResumePoint& p) {
     refuse("it is at epoch " + std::to_string(p.epoch) + " but holds " +
            std::to_string(p.epochs.size()) + " finished epochs");
   }
-  for (const EpochMetrics& m : p.epochs) {
-    const std::string at = "epochs[" + std::to_string(m.epoch) + "].";
+  for (size_t i = 0; i < p.epochs.size(); ++i) {
+    const EpochMetrics& m = p.epochs[i];
+    const std::string at = "epochs[" + std::to_string(i) + "].";
     for (const auto& [name, value] :
          {std::pair{"epoch", m.epoch}, {"train_samples", m.train_samples}, {"batches", m.batches},
           {"test_samples", m.test_samples}, {"test_correct", m.test_correct},

@@ -300,14 +300,15 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
     const auto ended = running.reap();
     if (!ended) {
       if (echo) echo->pass_on(/*ended=*/running.lost());
-      // No child left to wait for: none of ours can still run. Failed points, as any other:
-      // the sweep goes on with the next ones.
+      // No child left to wait for: none of ours can still run. A point whose folder says it
+      // finished did; any other failed, as a point does that exits badly, and the sweep goes on.
       if (running.lost()) {
         for (const auto& [pid, index] : running.forget()) {
+          if (finished_already(plan.dir / std::to_string(index))) continue;
           spdlog::error("sweep: point {} ended unseen (its exit status was lost)", index);
+          if (first_failure == 0) first_failure = 1;
         }
         echo.reset();
-        if (first_failure == 0) first_failure = 1;
         if (indices.size() > 1) write_sweep_table(plan.dir, points.size());
         continue;
       }

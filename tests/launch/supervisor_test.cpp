@@ -20,22 +20,42 @@ using dptrain::launch::start_child;
 using dptrain::launch::wait_for;
 using dptrain::testing::TempDir;
 
+namespace {
+
+// SIGCHLD ignored, as some containers' init hands it down; what it was comes back at the end.
+class IgnoredSigchld {
+ public:
+  IgnoredSigchld() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGCHLD, &ignore, &before_);
+  }
+  ~IgnoredSigchld() { ::sigaction(SIGCHLD, &before_, nullptr); }
+  IgnoredSigchld(const IgnoredSigchld&) = delete;
+  IgnoredSigchld& operator=(const IgnoredSigchld&) = delete;
+
+ private:
+  struct sigaction before_ {};
+};
+
+}  // namespace
+
 TEST_CASE(
     "a child started where SIGCHLD was inherited ignored still reports its exit status (the "
     "kernel would reap it unseen)",
     "[launch]") {
-  ::signal(SIGCHLD, SIG_IGN);
+  const IgnoredSigchld ignored;
   const pid_t pid = start_child(program_spec("sh", {"-c", "exit 3"}));
   struct sigaction now {};
   ::sigaction(SIGCHLD, nullptr, &now);
-  const int status = wait_for(pid);
-  ::signal(SIGCHLD, SIG_DFL);
   CHECK(now.sa_handler == SIG_DFL);
-  CHECK(status == 3);
+  CHECK(wait_for(pid) == 3);
 }
 
 TEST_CASE("children reaped elsewhere are reported lost and handed over, never as a success",
           "[launch]") {
+  // Children waits for any child of this process: ctest runs each test in a process of its own,
+  // in which this one is the only child.
   Children children;
   const pid_t pid = start_child(program_spec("true", {}));
   children.add(pid, 7);

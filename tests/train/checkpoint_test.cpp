@@ -283,7 +283,7 @@ TEST_CASE(
              ContainsSubstring("partial.samples is " + std::to_string(kHuge) +
                                ", a count no run reaches"));
   CHECK_THAT(damage([&](nlohmann::json& r) { r["epochs"][1]["train_samples"] = kHuge; }),
-             ContainsSubstring("epochs[2].train_samples is " + std::to_string(kHuge)));
+             ContainsSubstring("epochs[1].train_samples is " + std::to_string(kHuge)));
   CHECK_THAT(damage([&](nlohmann::json& r) { r["global_step"] = kHuge; }),
              ContainsSubstring("global_step is " + std::to_string(kHuge)));
   CHECK_THAT(damage([&](nlohmann::json& r) { r["scaler"]["clean_steps"] = kHuge; }),
