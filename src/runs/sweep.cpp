@@ -264,6 +264,23 @@ void prepare_sweep_folder(const SweepPlan& plan) {
   }
 }
 
+namespace {
+
+// When no child is left to wait for, none of ours can still run: a point whose folder says it
+// finished did; any other failed, as a point does that exits badly, and the sweep goes on.
+// Whether one failed.
+bool failed_unseen(const SweepPlan& plan, launch::Children& running) {
+  bool failed = false;
+  for (const auto& [pid, index] : running.forget()) {
+    if (finished_already(plan.dir / std::to_string(index))) continue;
+    spdlog::error("sweep: point {} ended unseen (its exit status was lost)", index);
+    failed = true;
+  }
+  return failed;
+}
+
+}  // namespace
+
 int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int jobs) {
   const auto points = grid_points(plan.axes);
   core::ensure_own_folder(plan.dir / "logs", "the sweep's log folder");
@@ -300,14 +317,8 @@ int run_points(const SweepPlan& plan, const std::vector<int64_t>& indices, int j
     const auto ended = running.reap();
     if (!ended) {
       if (echo) echo->pass_on(/*ended=*/running.lost());
-      // No child left to wait for: none of ours can still run. A point whose folder says it
-      // finished did; any other failed, as a point does that exits badly, and the sweep goes on.
       if (running.lost()) {
-        for (const auto& [pid, index] : running.forget()) {
-          if (finished_already(plan.dir / std::to_string(index))) continue;
-          spdlog::error("sweep: point {} ended unseen (its exit status was lost)", index);
-          if (first_failure == 0) first_failure = 1;
-        }
+        if (failed_unseen(plan, running) && first_failure == 0) first_failure = 1;
         echo.reset();
         if (indices.size() > 1) write_sweep_table(plan.dir, points.size());
         continue;
