@@ -202,10 +202,13 @@ void check_resume_point(const ResumePoint& p) {
   for (size_t i = 0; i < p.epochs.size(); ++i) {
     const EpochMetrics& m = p.epochs[i];
     const std::string at = "epochs[" + std::to_string(i) + "].";
-    for (const auto& [name, value] :
-         {std::pair{"epoch", m.epoch}, {"train_samples", m.train_samples}, {"batches", m.batches},
-          {"test_samples", m.test_samples}, {"test_correct", m.test_correct},
-          {"global_step", m.global_step}, {"skipped_steps", m.skipped_steps}}) {
+    for (const auto& [name, value] : {std::pair{"epoch", m.epoch},
+                                      {"train_samples", m.train_samples},
+                                      {"batches", m.batches},
+                                      {"test_samples", m.test_samples},
+                                      {"test_correct", m.test_correct},
+                                      {"global_step", m.global_step},
+                                      {"skipped_steps", m.skipped_steps}}) {
       count(at + name, value);
     }
   }

@@ -19,7 +19,8 @@ using namespace dptrain::testing;
 
 namespace {
 
-const std::vector<std::string> kElasticSecret = {"DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
+const std::vector<std::string> kElasticSecret = {
+    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
 
 // Slow enough steps (400 images each) that node 1 can come back while node 0 trains alone; the
 // real images (10 batches of them an epoch) at a small learning rate keep training far from

@@ -24,7 +24,7 @@ std::vector<std::string> job(const TempDir& dir, const std::string& device,
 }
 
 std::filesystem::path train_on(const TempDir& dir, const std::string& device,
-                            const std::string& name) {
+                               const std::string& name) {
   const auto out = dir / name;
   const auto r = run_dptrain(shell_words(job(dir, device, out)));
   INFO(r.err);

@@ -18,7 +18,8 @@ using namespace dptrain::testing;
 
 namespace {
 
-const std::vector<std::string> kHostsSecret = {"DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
+const std::vector<std::string> kHostsSecret = {
+    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
 constexpr int kPort = 29531;  // on the test hosts' own network: nothing else listens there
 
 std::vector<std::string> settings(const TempDir& dir, int epochs, int timeout_s) {

@@ -98,7 +98,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp", "[cli][model][slow]") {
+TEST_CASE("evaluate of a model gives its run's summary on single, dp and ddp",
+          "[cli][model][slow]") {
   TempDir dir;
   for (const std::string backend : {"single", "dp", "ddp"}) {
     DYNAMIC_SECTION(backend) {

@@ -42,7 +42,8 @@ std::vector<std::string> node(const TempDir& dir, int node_rank, int port,
 }
 
 // Every machine of a job gets the same secret, as a batch script would export it.
-const std::vector<std::string> kNodesSecret = {"DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
+const std::vector<std::string> kNodesSecret = {
+    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
 
 }  // namespace
 

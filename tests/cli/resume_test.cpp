@@ -30,7 +30,8 @@ std::vector<std::string> on_backend(const std::string& backend) {
 
 }  // namespace
 
-TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one", "[cli][resume][slow]") {
+TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one",
+          "[cli][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 90);
   struct Case {

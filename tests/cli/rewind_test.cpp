@@ -20,7 +20,7 @@ namespace {
 // 3000 images in batches of 30, two epochs of 100 steps, a checkpoint every 10 steps (all kept)
 // and a log line every step (so that a test can stop it where it wants).
 std::vector<std::string> rewind_job(const TempDir& dir, const std::filesystem::path& out,
-                             const std::vector<std::string>& more = {}) {
+                                    const std::vector<std::string>& more = {}) {
   std::vector<std::string> extra = {
       "--set", "parallel.devices=cpu",   "--set", "checkpoint.every_steps=10",
       "--set", "checkpoint.keep_last=0", "--set", "log.every_steps=1"};
@@ -196,9 +196,9 @@ TEST_CASE(
                               !ContainsSubstring("/optimizer/lr"));
   CHECK(summary_of(run).at("threads") == 2);
   // The same count again: not a word.
-  auto same =
-      rewind_job(dir, run,
-          {"--set", "runtime.threads=2", "--set", "train.epochs=3", "--set", "optimizer.lr=0.1"});
+  auto same = rewind_job(
+      dir, run,
+      {"--set", "runtime.threads=2", "--set", "train.epochs=3", "--set", "optimizer.lr=0.1"});
   same.insert(same.end(), {"--resume", "auto"});
   const auto quiet = run_dptrain(shell_words(same));
   REQUIRE(quiet.status == 0);

@@ -38,7 +38,7 @@ bool venv_required() {
 // 600 images, 10% held out for validation, in batches of 30: 18 steps an epoch, 2 epochs, a step
 // record every 2 steps, a checkpoint every 5.
 std::vector<std::string> reader_job(const TempDir& dir, const std::filesystem::path& out,
-                             const std::vector<std::string>& extra = {}) {
+                                    const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"train"};
   for (const std::string& set :
        {"data.dir=" + (dir / "data").string(), std::string("data.batch_size=30"),
@@ -155,7 +155,8 @@ TEST_CASE("TensorBoard shows a ddp run's scalars as rank 0 wrote them", "[cli][t
   SKIP_WITHOUT_TENSORBOARD();
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  train_ok(reader_job(dir, dir / "run",
-            {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"}));
+  train_ok(
+      reader_job(dir, dir / "run",
+                 {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"}));
   check_tensorboard_shows_the_run(dir / "run");
 }

@@ -18,7 +18,8 @@ using dptrain::train::Session;
 
 constexpr int64_t kZeroCudaSteps = 6;
 
-// kZeroCudaSteps Adam steps of 64 samples per rank at `stage`; every rank's parameters after each step.
+// kZeroCudaSteps Adam steps of 64 samples per rank at `stage`; every rank's parameters after each
+// step.
 std::vector<std::vector<torch::Tensor>> train_on_gpus(int world, int stage) {
   auto g = at::detail::createCPUGenerator(/*seed_val=*/5);
   const torch::Tensor images = torch::rand({kZeroCudaSteps * 64 * world, 1, 28, 28}, g);

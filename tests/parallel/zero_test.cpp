@@ -121,7 +121,7 @@ using BeforeStep = std::function<void(int rank, int64_t step, Session& s)>;
 // kZeroSteps steps of kBatch samples (in `v.accumulate` micro-batches each) at `stage` on `world`
 // ranks; per rank.
 std::vector<RankRun> train_ranks(int world, int stage, const Variant& v, const Data& d,
-                           const BeforeStep& before_step = nullptr) {
+                                 const BeforeStep& before_step = nullptr) {
   std::vector<RankRun> runs(static_cast<size_t>(world));
   run_ranks(world, [&](int rank, std::unique_ptr<dptrain::distributed::Communicator>& comm) {
     Session s = session_on(

@@ -97,8 +97,8 @@ TEST_CASE("a job across machines needs a secret, then listens at its port with i
   CHECK(two.port == 15000 + 777 % 14000);
   CHECK(two.secret == kPlanSecret);
   CHECK(two.key_prefix ==
-        "dptrain/777.0/" + core::hex(core::sha256("dptrain key prefix\n" + kPlanSecret)).substr(0, 16) +
-            "/0/");
+        "dptrain/777.0/" +
+            core::hex(core::sha256("dptrain key prefix\n" + kPlanSecret)).substr(0, 16) + "/0/");
   vars = slurm(0, 2, runtime.path());
   vars["DPTRAIN_JOB_SECRET"] = kPlanSecret;
   const StorePlan zero = plan_of(vars);

@@ -23,7 +23,8 @@ namespace {
 
 const std::string kStoreSecret = "the job's secret, 32 characters!";
 
-c10::intrusive_ptr<store::StoreClient> client_at(uint16_t port, const std::string& secret = kStoreSecret,
+c10::intrusive_ptr<store::StoreClient> client_at(uint16_t port,
+                                                 const std::string& secret = kStoreSecret,
                                                  std::chrono::milliseconds timeout = 5s) {
   const store::StoreEndpoint here{"127.0.0.1", port, secret};
   return c10::make_intrusive<store::StoreClient>(
@@ -263,7 +264,8 @@ TEST_CASE("lengths beyond the limits end the connection before anything that lon
         [&] {
           store::StoreServer server("127.0.0.1", 0, kStoreSecret);
           RawPeer peer(server.port());
-          if (authenticated && !peer.authenticate(kStoreSecret)) throw std::runtime_error("refused");
+          if (authenticated && !peer.authenticate(kStoreSecret))
+            throw std::runtime_error("refused");
           const std::string set = std::string(1, static_cast<char>(store::Op::kSet)) + u32(2) +
                                   u32(1) + "k" + u32(0xffffffff);
           peer.send(set + std::string(1 << 16, 'x'));

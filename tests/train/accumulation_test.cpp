@@ -41,10 +41,11 @@ Session session_on(std::unique_ptr<Backend> backend) {
   return s;
 }
 
-// kAccumulationSteps optimizer steps of `micro` micro-batches of `size` samples each, this rank taking rows
-// [rank * size / world, (rank + 1) * size / world) of every micro-batch; the final parameters.
+// kAccumulationSteps optimizer steps of `micro` micro-batches of `size` samples each, this rank
+// taking rows [rank * size / world, (rank + 1) * size / world) of every micro-batch; the final
+// parameters.
 std::vector<torch::Tensor> train_steps(Session& s, const Data& d, int64_t micro, int64_t size,
-                                 int rank = 0, int world = 1) {
+                                       int rank = 0, int world = 1) {
   const std::vector<torch::Tensor> params = s.backend->parameters();
   const int64_t share = size / world;
   for (int64_t step = 0; step < kAccumulationSteps; ++step) {
