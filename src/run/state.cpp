@@ -42,11 +42,13 @@ void write_run_state(const std::filesystem::path& dir, RunState state) {
 
 namespace {
 
+// What the reader reports for a run that has not finished and says nothing more.
+const char* const kUnfinished = "unfinished";
+
 // state.json's state, as the reader reports it.
 std::string state_in(const nlohmann::json& j, bool has_summary) {
-  const std::string unfinished = "unfinished";
-  std::string state = j.value("state", unfinished);
-  if (state == name_of(RunState::kFinished) && !has_summary) return unfinished;
+  std::string state = j.value("state", std::string(kUnfinished));
+  if (state == name_of(RunState::kFinished) && !has_summary) return kUnfinished;
   // A process killed outright (SIGKILL, a node lost) leaves "running" behind; on this host its
   // pid tells. On another host it cannot be told from a run still going.
   if (state == name_of(RunState::kRunning) && j.value("host", "") == core::host_name()) {
@@ -63,7 +65,7 @@ std::string state_in(const nlohmann::json& j, bool has_summary) {
 std::string read_run_state(const std::filesystem::path& dir, bool has_summary) {
   const std::filesystem::path file = dir / kStateFile;
   if (!std::filesystem::exists(file)) {
-    return has_summary ? name_of(RunState::kFinished) : "unfinished";
+    return has_summary ? name_of(RunState::kFinished) : kUnfinished;
   }
   try {
     return state_in(config::parse_json(core::read_regular_file(file)), has_summary);

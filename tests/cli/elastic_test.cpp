@@ -19,9 +19,6 @@ using namespace dptrain::testing;
 
 namespace {
 
-const std::vector<std::string> kElasticSecret = {
-    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
-
 // Slow enough steps (400 images each) that node 1 can come back while node 0 trains alone; the
 // real images (10 batches of them an epoch) at a small learning rate keep training far from
 // chaotic, so that rounding differences stay rounding.
@@ -96,7 +93,7 @@ void train_elastically(const TempDir& dir, const std::string& torchrun) {
   // node that comes back never joins: torchrun 2.15's rank-0 agent writes the round's MASTER_ADDR
   // only in its first round (dynamic_rendezvous.py: the bootstrap info is built once), so the
   // returning agent waits 60 s for it and fails, whatever its ranks run (docs/backends.md says so).
-  std::vector<std::string> env = kElasticSecret;
+  std::vector<std::string> env = kJobSecretEnv;
   env.emplace_back("TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1");
   BackgroundRun node0(args, env, torchrun_on(hosts, 0, torchrun));
   std::optional<BackgroundRun> node1(std::in_place, args, env, torchrun_on(hosts, 1, torchrun));

@@ -18,8 +18,6 @@ using namespace dptrain::testing;
 
 namespace {
 
-const std::vector<std::string> kHostsSecret = {
-    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
 constexpr int kPort = 29531;  // on the test hosts' own network: nothing else listens there
 
 std::vector<std::string> settings(const TempDir& dir, int epochs, int timeout_s) {
@@ -83,8 +81,8 @@ void trains_as_one_machine(TestHosts::Naming naming, const std::string& master,
   TempDir dir;
   write_tiny_dataset(dir / "data", 400, 40);
   TestHosts hosts(2, naming);
-  BackgroundRun node0(node(dir, 2, 0, master, 2, 60), kHostsSecret, hosts.on(0));
-  BackgroundRun node1(node(dir, 2, 1, master, 2, 60), kHostsSecret, hosts.on(1));
+  BackgroundRun node0(node(dir, 2, 0, master, 2, 60), kJobSecretEnv, hosts.on(0));
+  BackgroundRun node1(node(dir, 2, 1, master, 2, 60), kJobSecretEnv, hosts.on(1));
   const auto end1 = node1.finish(120);
   const auto end0 = node0.finish(120);
   INFO(end0.err);
@@ -142,8 +140,8 @@ TEST_CASE(
   write_tiny_dataset(dir / "data", 400, 40);
   TestHosts hosts(2, TestHosts::Naming::kCluster);
   constexpr int kTimeout = 10;
-  BackgroundRun node0(node(dir, 2, 0, "host0", 500, kTimeout), kHostsSecret, hosts.on(0));
-  BackgroundRun node1(node(dir, 2, 1, "host0", 500, kTimeout), kHostsSecret, hosts.on(1));
+  BackgroundRun node0(node(dir, 2, 0, "host0", 500, kTimeout), kJobSecretEnv, hosts.on(0));
+  BackgroundRun node1(node(dir, 2, 1, "host0", 500, kTimeout), kJobSecretEnv, hosts.on(1));
   REQUIRE(node0.wait_for_stderr("epoch 2 batch 3/10", 120));
   const auto cut = std::chrono::steady_clock::now();
   hosts.cut(1);
@@ -185,8 +183,8 @@ TEST_CASE("a third host that never starts is named by the two that did",
     words.insert(words.end(), {"--set", "data.batch_size=42"});  // 3 ranks share it evenly
     return words;
   };
-  BackgroundRun node0(args(0), kHostsSecret, hosts.on(0));
-  BackgroundRun node1(args(1), kHostsSecret, hosts.on(1));
+  BackgroundRun node0(args(0), kJobSecretEnv, hosts.on(0));
+  BackgroundRun node1(args(1), kJobSecretEnv, hosts.on(1));
   const auto end0 = node0.finish(kTimeout + 20);
   const auto end1 = node1.finish(kTimeout + 20);
   const double seconds = seconds_since(start);
@@ -214,7 +212,7 @@ TEST_CASE("a loopback master address in a job across machines is refused at once
   TestHosts hosts(2, TestHosts::Naming::kCluster);
   const auto start = std::chrono::steady_clock::now();
   // What torchrun hands out when the hosts have no names of their own.
-  BackgroundRun node1(node(dir, 2, 1, "localhost", 2, 60), kHostsSecret, hosts.on(1));
+  BackgroundRun node1(node(dir, 2, 1, "localhost", 2, 60), kJobSecretEnv, hosts.on(1));
   const auto end1 = node1.finish(30);
   INFO(end1.err);
   CHECK(end1.status == 8);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/fixtures.h"
+#include "support/runs.h"
 #include "support/skip.h"
 #include "support/test_hosts.h"
 
@@ -41,10 +42,6 @@ std::vector<std::string> node(const TempDir& dir, int node_rank, int port,
   return args;
 }
 
-// Every machine of a job gets the same secret, as a batch script would export it.
-const std::vector<std::string> kNodesSecret = {
-    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
-
 }  // namespace
 
 TEST_CASE("a node that never starts is named, and its run leaves no empty folder",
@@ -53,7 +50,7 @@ TEST_CASE("a node that never starts is named, and its run leaves no empty folder
   write_tiny_dataset(dir / "data", 400, 40);
   const auto out = dir / "run";
   const auto started = std::chrono::steady_clock::now();
-  const auto result = run_dptrain(shell_words(node(dir, 0, free_port(), out)), {}, kNodesSecret);
+  const auto result = run_dptrain(shell_words(node(dir, 0, free_port(), out)), {}, kJobSecretEnv);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   INFO(result.err);
@@ -74,8 +71,8 @@ TEST_CASE(
   write_tiny_dataset(dir / "data", 400, 40);
   const TestHosts hosts(2, TestHosts::Naming::kCluster);
   const int port = 29532;
-  BackgroundRun node0(node(dir, 0, port, dir / "run", "host0"), kNodesSecret, hosts.on(0));
-  BackgroundRun node1(node(dir, 1, port, dir / "run1", "host0"), kNodesSecret, hosts.on(1));
+  BackgroundRun node0(node(dir, 0, port, dir / "run", "host0"), kJobSecretEnv, hosts.on(0));
+  BackgroundRun node1(node(dir, 1, port, dir / "run1", "host0"), kJobSecretEnv, hosts.on(1));
   REQUIRE(node0.wait_for_stderr("epoch 1 batch 3/10", 90));
   const std::vector<int> pids1 = started_rank_pids(node1.stderr_text());
   REQUIRE(pids1.size() == 2);
@@ -115,7 +112,7 @@ TEST_CASE(
   // timeout saying so, and node 0 names them as never arrived.
   if (const auto why = TestHosts::unavailable()) DPTRAIN_SKIP(*why);
   const TestHosts hosts(2, TestHosts::Naming::kCluster);
-  BackgroundRun node0(node(dir, 0, port, dir / "run", "host0"), kNodesSecret, hosts.on(0));
+  BackgroundRun node0(node(dir, 0, port, dir / "run", "host0"), kJobSecretEnv, hosts.on(0));
   BackgroundRun node1(node(dir, 1, port, dir / "run1", "host0"),
                       {"DPTRAIN_JOB_SECRET=ffffffffffffffffffffffffffffffff"}, hosts.on(1));
   const auto stranger = node1.finish(/*timeout_s=*/30);

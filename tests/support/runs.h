@@ -11,6 +11,11 @@
 
 namespace dptrain::testing {
 
+// The environment of a job across machines (tests/cli/hosts, nodes, elastic): the secret every
+// machine of the job gets, as a batch script would export it.
+inline const std::vector<std::string> kJobSecretEnv = {
+    "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
+
 // model.pt's tensors in the model's order.
 // The arguments of a short momentum-SGD run that resumes exactly: `train` on the IDX files in
 // `data_dir` in batches of 30, two epochs, weights drawn wide enough to learn at once (init_std
