@@ -11,25 +11,17 @@
 #include "model/state_dict.h"
 #include "serialize/pickle.h"
 #include "serialize/zip_reader.h"
+#include "support/torch_archives.h"
 
 using namespace dptrain;
+using testing::binunicode;
+using testing::pickle_stream;
 namespace pickle = dptrain::serialize;
 
 namespace {
 
 const std::filesystem::path kFixtures =
     std::filesystem::path(DPTRAIN_SOURCE_DIR) / "tests/model/data";
-
-// A pickle stream by hand: PROTO 2, the given opcodes, STOP.
-std::string stream(const std::string& body) {
-  return std::string("\x80\x02", 2) + body + ".";
-}
-
-std::string binunicode(const std::string& s) {
-  std::string out = "X";
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((s.size() >> (8 * i)) & 0xff));
-  return out + s;
-}
 
 pickle::ValuePtr read_plain(const std::string& bytes) {
   return pickle::read_pickle(bytes,
@@ -114,7 +106,7 @@ TEST_CASE("parameters that do not fit the model are listed, each with its shapes
 
 TEST_CASE("a pickle that calls anything but a tensor rebuild is refused", "[model]") {
   // os.system("true"), as a malicious file would carry it.
-  const std::string evil = stream("cos\nsystem\n" + binunicode("true") + "\x85R");
+  const std::string evil = pickle_stream("cos\nsystem\n" + binunicode("true") + "\x85R");
   CHECK_THROWS_WITH(read_plain(evil), ContainsSubstring("the global os.system, which a PyTorch "
                                                         "file of weights does not name"));
 }
@@ -122,21 +114,22 @@ TEST_CASE("a pickle that calls anything but a tensor rebuild is refused", "[mode
 TEST_CASE("pickle operands that run past the stream are refused before anything is read",
           "[model]") {
   // A string that says it is 4 GB long: LibTorch's unpickler would reserve that much first.
-  const std::string huge = stream(std::string("X\xfe\xff\xff\xff", 5) + "abc");
+  const std::string huge = pickle_stream(std::string("X\xfe\xff\xff\xff", 5) + "abc");
   CHECK_THROWS_WITH(read_plain(huge), ContainsSubstring("ends inside an operand"));
   CHECK_THROWS_WITH(read_plain(std::string("\x80\x02N", 3)), ContainsSubstring("no STOP"));
-  CHECK_THROWS_WITH(read_plain(stream("\xff")), ContainsSubstring("unknown pickle opcode 0xff"));
-  CHECK(read_plain(stream(binunicode("fine") + std::string("q\0", 2)))->text == "fine");
+  CHECK_THROWS_WITH(read_plain(pickle_stream("\xff")),
+                    ContainsSubstring("unknown pickle opcode 0xff"));
+  CHECK(read_plain(pickle_stream(binunicode("fine") + std::string("q\0", 2)))->text == "fine");
 }
 
 TEST_CASE("pickle containers nested without end, or holding themselves, are refused", "[model]") {
   // ()  then 200 TUPLE1: tuples 200 deep.
   std::string deep = ")" + std::string(200, '\x85');
-  CHECK_THROWS_WITH(read_plain(stream(deep)), ContainsSubstring("nested deeper than 100"));
+  CHECK_THROWS_WITH(read_plain(pickle_stream(deep)), ContainsSubstring("nested deeper than 100"));
   // An empty list, memoised, appended to itself.
-  CHECK_THROWS_WITH(read_plain(stream(std::string("]q\0h\0a", 6))),
+  CHECK_THROWS_WITH(read_plain(pickle_stream(std::string("]q\0h\0a", 6))),
                     ContainsSubstring("holds itself"));
-  CHECK(read_plain(stream(std::string(")", 1) + std::string(100, '\x85')))->depth == 100);
+  CHECK(read_plain(pickle_stream(std::string(")", 1) + std::string(100, '\x85')))->depth == 100);
 }
 
 TEST_CASE("damaged state_dict files are errors that say what is wrong", "[model]") {

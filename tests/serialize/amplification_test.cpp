@@ -17,23 +17,14 @@
 #include "train/model_file.h"
 
 using namespace dptrain;
+using testing::binunicode;
+using testing::pickle_stream;
 using testing::run_within_memory;
 using testing::TempDir;
 
 namespace {
 
-constexpr long kCeilingMb = 100;
-
-// A pickle stream of `body` between PROTO 2 and STOP.
-std::string stream(const std::string& body) {
-  return std::string("\x80\x02", 2) + body + ".";
-}
-
-std::string binunicode(const std::string& text) {
-  std::string out = "X";
-  serialize::append_le(out, text.size(), 4);
-  return out + text;
-}
+constexpr long kAmplificationCeilingMb = 100;
 
 std::string binint(int64_t v) {
   std::string out = "J";
@@ -79,14 +70,15 @@ TEST_CASE("one memoised key named by many dicts costs no copy of it each time",
   const auto dicts = [](size_t key_bytes, int count) {
     std::string body = "]" + binunicode(std::string(key_bytes, 'k')) + std::string("q\0", 2) + "a";
     for (int i = 0; i < count; ++i) body += std::string("}h\0Nsa", 6);
-    return stream(body);
+    return pickle_stream(body);
   };
-  CHECK_THAT(run_within_memory([&] { read_with_storage(dicts(1 << 20, 50000)); }, kCeilingMb),
-             ContainsSubstring("threw: a dict key of 1048576 bytes, longer than the 1024 any name "
-                               "in a file of weights needs"));
+  CHECK_THAT(
+      run_within_memory([&] { read_with_storage(dicts(1 << 20, 50000)); }, kAmplificationCeilingMb),
+      ContainsSubstring("threw: a dict key of 1048576 bytes, longer than the 1024 any name "
+                        "in a file of weights needs"));
   // The longest key allowed, in 80,000 dicts: 80 MB of copies, none made.
-  CHECK(run_within_memory([&] { read_with_storage(dicts(1024, 80000)); }, kCeilingMb) ==
-        "returned");
+  CHECK(run_within_memory([&] { read_with_storage(dicts(1024, 80000)); },
+                          kAmplificationCeilingMb) == "returned");
 }
 
 TEST_CASE("a memoised object pushed again and again counts as an object made each time",
@@ -95,20 +87,21 @@ TEST_CASE("a memoised object pushed again and again counts as an object made eac
   // stream per item, never holding more than two objects on the stack.
   std::string body = std::string("]N") + std::string("q\0", 2) + "a";
   for (int i = 0; i < 300000; ++i) body += std::string("h\0a", 3);
-  CHECK_THAT(run_within_memory([&] { read_with_storage(stream(body)); }, kCeilingMb),
-             ContainsSubstring("threw: more than 262144 objects"));
+  CHECK_THAT(
+      run_within_memory([&] { read_with_storage(pickle_stream(body)); }, kAmplificationCeilingMb),
+      ContainsSubstring("threw: more than 262144 objects"));
 }
 
 TEST_CASE("a tensor's size of more than 64 dimensions is refused before it is read",
           "[serialize][security]") {
   std::string ones;
   for (int i = 0; i < 100000; ++i) ones += "K\x01";
-  CHECK_THROWS_WITH(read_with_storage(stream(rebuild(float_storage("0", 4), ones, ones))),
+  CHECK_THROWS_WITH(read_with_storage(pickle_stream(rebuild(float_storage("0", 4), ones, ones))),
                     ContainsSubstring("a tensor's size of 100000 dimensions, more than the 64 a "
                                       "tensor may have"));
   std::string sixty_four;
   for (int i = 0; i < 64; ++i) sixty_four += "K\x01";
-  CHECK(read_with_storage(stream(rebuild(float_storage("0", 4), sixty_four, sixty_four)))
+  CHECK(read_with_storage(pickle_stream(rebuild(float_storage("0", 4), sixty_four, sixty_four)))
             ->tensor.dim() == 64);
 }
 
@@ -125,7 +118,7 @@ TEST_CASE("views of one memoised size named again and again are counted against 
     const std::string view = "ctorch._utils\n_rebuild_tensor_v2\n(" + std::string("h\x01", 2) +
                              binint(0) + std::string("h\x02h\x02", 4) + "tR";
     for (int i = 0; i < 20000; ++i) body += view + "a";
-    return stream(body);
+    return pickle_stream(body);
   };
   const serialize::DecodeLimits lenet = model::decode_limits(lenet_specs());
   CHECK(lenet.tensors == 4 * static_cast<int64_t>(lenet_specs().size()) + 16);
@@ -150,14 +143,14 @@ TEST_CASE(
   TempDir dir;
   const int64_t numel = int64_t{384} << 20;  // floats: 1.5 GiB
   const std::string pickle =
-      stream("}(" + binunicode("0.weight") +
-             rebuild(float_storage("0", numel), binint(numel), "K\x01") + "u");
+      pickle_stream("}(" + binunicode("0.weight") +
+                    rebuild(float_storage("0", numel), binint(numel), "K\x01") + "u");
   const auto file = dir / "sparse.pt";
   testing::write_stored_zip(
       file, {{"data.pkl", pickle, 0}, {"data/0", "", static_cast<uint64_t>(numel) * 4}});
   CHECK(std::filesystem::file_size(file) > (uint64_t{3} << 29));
   const std::string outcome = testing::run_within_resident_memory(
-      [&] { train::read_model_file(file, lenet_specs()); }, kCeilingMb);
+      [&] { train::read_model_file(file, lenet_specs()); }, kAmplificationCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("sparse.pt: neither a state_dict nor a dptrain checkpoint: "
                                         "storage data/0 of 1610612736 bytes makes the storages "
                                         "more than the"));
@@ -165,7 +158,7 @@ TEST_CASE(
   // A data.pkl that claims 1 GB is refused by its size likewise, never checksummed.
   testing::write_stored_zip(file, {{"data.pkl", "", uint64_t{1} << 30}});
   CHECK_THAT(testing::run_within_resident_memory(
-                 [&] { train::read_model_file(file, lenet_specs()); }, kCeilingMb),
+                 [&] { train::read_model_file(file, lenet_specs()); }, kAmplificationCeilingMb),
              ContainsSubstring("data.pkl of 1073741824 bytes, more than the 16777216 a file of "
                                "weights needs"));
 }
@@ -187,7 +180,7 @@ TEST_CASE("a model file that shrinks while it is read is an error naming it, not
         std::filesystem::resize_file(file, size / 2);  // cut while open, as another process might
         train::read_model_file(file, opened, lenet_specs());
       },
-      kCeilingMb);
+      kAmplificationCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("threw: " + file.string() + ": the file ends at byte "));
   CHECK_THAT(outcome,
              ContainsSubstring("though it held " + std::to_string(size) + " bytes when opened"));

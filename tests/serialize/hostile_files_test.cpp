@@ -21,15 +21,18 @@
 #include "support/fixtures.h"
 #include "support/memory.h"
 #include "support/skip.h"
+#include "support/torch_archives.h"
 #include "train/model_file.h"
 
 using namespace dptrain;
+using testing::binunicode;
+using testing::pickle_stream;
 using testing::run_within_memory;
 using testing::TempDir;
 
 namespace {
 
-constexpr long kCeilingMb = 100;
+constexpr long kHostileFileCeilingMb = 100;
 
 const std::filesystem::path kFixtures =
     std::filesystem::path(DPTRAIN_SOURCE_DIR) / "tests/model/data";
@@ -104,11 +107,6 @@ std::string zlib_of_zeros(size_t size) {
   return out;
 }
 
-// A pickle stream of `body` between PROTO 2 and STOP.
-std::string stream(const std::string& body) {
-  return std::string("\x80\x02", 2) + body + ".";
-}
-
 serialize::ValuePtr read_with_storage(const std::string& pickle, int64_t numel) {
   return serialize::read_pickle(pickle, [numel](const std::string&, at::ScalarType dtype, int64_t) {
     return torch::zeros({numel}, torch::TensorOptions().dtype(dtype));
@@ -131,24 +129,24 @@ std::string rebuild(const std::vector<int64_t>& size, const std::vector<int64_t>
   s += "t(";
   for (int64_t v : stride) s += long1(v);
   s += "ttR";
-  return stream(s);
+  return pickle_stream(s);
 }
 
 }  // namespace
 
 TEST_CASE("the memory ceilings of these tests stop an allocation past them", "[serialize]") {
   CHECK(testing::run_within_resident_memory([] { std::vector<char> block(size_t{300} << 20, 'x'); },
-                                            kCeilingMb)
+                                            kHostileFileCeilingMb)
             .rfind("used 3", 0) == 0);
   CHECK(testing::run_within_resident_memory([] { std::vector<char> block(size_t{10} << 20, 'x'); },
-                                            kCeilingMb) == "returned");
+                                            kHostileFileCeilingMb) == "returned");
   if (!testing::memory_ceiling_enforced()) {
     DPTRAIN_SKIP("AddressSanitizer's reserved address space leaves no room for a ceiling");
   }
-  CHECK(run_within_memory([] { std::vector<char> block(size_t{1} << 30, 'x'); }, kCeilingMb) ==
-        "out of memory");
-  CHECK(run_within_memory([] { std::vector<char> block(size_t{10} << 20, 'x'); }, kCeilingMb) ==
-        "returned");
+  CHECK(run_within_memory([] { std::vector<char> block(size_t{1} << 30, 'x'); },
+                          kHostileFileCeilingMb) == "out of memory");
+  CHECK(run_within_memory([] { std::vector<char> block(size_t{10} << 20, 'x'); },
+                          kHostileFileCeilingMb) == "returned");
 }
 
 TEST_CASE(
@@ -164,7 +162,7 @@ TEST_CASE(
         if (dict.at(0).second.numel() != (int64_t{1} << 31)) throw std::logic_error("not a view");
         model::match_state(dict, specs, "expanded_view.pt");
       },
-      kCeilingMb);
+      kHostileFileCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("threw: expanded_view.pt: its parameters do not fit the "
                                         "model: missing 0.weight"));
   CHECK_THAT(outcome, ContainsSubstring("mis-shaped 7.weight: [2147483648] in the file, [128, 800] "
@@ -187,14 +185,16 @@ TEST_CASE("tensor views whose (size - 1) * stride overflows are refused, not com
 TEST_CASE("a pickle of millions of objects is refused once it passes 2^18, within 100 MB",
           "[serialize][security]") {
   // 3 MB of NONE opcodes: each one object on the stack.
-  const std::string nones = stream(std::string(3 << 20, 'N'));
-  const std::string outcome = run_within_memory([&] { read_with_storage(nones, 0); }, kCeilingMb);
+  const std::string nones = pickle_stream(std::string(3 << 20, 'N'));
+  const std::string outcome =
+      run_within_memory([&] { read_with_storage(nones, 0); }, kHostileFileCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("threw: more than 262144 objects"));
   // Memo lookups (BINGET 0) make no new object but grow the stack: each counts as one made.
   std::string gets = "N" + std::string("q\0", 2);
   for (int i = 0; i < 300000; ++i) gets += std::string("h\0", 2);
-  CHECK_THAT(run_within_memory([&] { read_with_storage(stream(gets), 0); }, kCeilingMb),
-             ContainsSubstring("threw: more than 262144 objects"));
+  CHECK_THAT(
+      run_within_memory([&] { read_with_storage(pickle_stream(gets), 0); }, kHostileFileCeilingMb),
+      ContainsSubstring("threw: more than 262144 objects"));
 }
 
 TEST_CASE("a compressed record is refused, never inflated", "[serialize][security]") {
@@ -220,7 +220,8 @@ TEST_CASE("an IDX header that promises 2 GB over no data costs no 2 GB", "[seria
   testing::write_gzip(dir / "packed.gz", header);
   for (const char* name : {"plain", "packed.gz"}) {
     INFO(name);
-    const std::string outcome = run_within_memory([&] { data::read_idx(dir / name); }, kCeilingMb);
+    const std::string outcome =
+        run_within_memory([&] { data::read_idx(dir / name); }, kHostileFileCeilingMb);
     CHECK_THAT(outcome, ContainsSubstring("truncated: holds 0 values, its header promises "
                                           "2147483648"));
   }
@@ -233,14 +234,14 @@ TEST_CASE(
   // 64 megapixels claimed by a 33-byte file: refused from its header.
   testing::write_text(dir / "vast.png", png(8192, 8192, zlib_of_zeros(16)));
   const std::string vast =
-      run_within_memory([&] { data::read_input_images(dir / "vast.png"); }, kCeilingMb);
+      run_within_memory([&] { data::read_input_images(dir / "vast.png"); }, kHostileFileCeilingMb);
   CHECK_THAT(vast, ContainsSubstring("vast.png: an image of 8192x8192 pixels, more than the "
                                      "16 megapixels or 16384 pixels a side dptrain decodes"));
   // A 64x64 image whose data inflate to 64 MB (a 64 KB zlib bomb): stb_image would inflate it
   // all, doubling its buffer as it went.
   testing::write_text(dir / "bomb.png", png(64, 64, zlib_of_zeros(size_t{64} << 20)));
   const std::string bomb =
-      run_within_memory([&] { data::read_input_images(dir / "bomb.png"); }, kCeilingMb);
+      run_within_memory([&] { data::read_input_images(dir / "bomb.png"); }, kHostileFileCeilingMb);
   CHECK_THAT(bomb, ContainsSubstring("bomb.png: a PNG whose image data inflate to more than the "
                                      "9344 bytes its size of 64x64 can hold"));
   // stb_image would decode a GIF (and BMP, PSD, TGA, HDR, PIC...): never given one.
@@ -262,10 +263,10 @@ TEST_CASE(
       "X" + std::string("\0\0\x10\0", 4) + std::string(1 << 20, 'm') + std::string("q\0", 2);
   for (int i = 0; i < 1000; ++i) body += std::string("h\0h\0\x93", 5);
   const std::string outcome =
-      run_within_memory([&] { read_with_storage(stream(body), 0); }, kCeilingMb);
+      run_within_memory([&] { read_with_storage(pickle_stream(body), 0); }, kHostileFileCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("threw: a global whose name is 2097152 bytes long"));
   // A global of a short name that a file of weights does not name is refused where it is named.
-  CHECK_THROWS_WITH(read_with_storage(stream("cbuiltins\neval\n"), 0),
+  CHECK_THROWS_WITH(read_with_storage(pickle_stream("cbuiltins\neval\n"), 0),
                     ContainsSubstring("the global builtins.eval, which a PyTorch file of weights "
                                       "does not name"));
 }
@@ -273,8 +274,9 @@ TEST_CASE(
 TEST_CASE("a dict that names a key twice is refused: Python would keep the last, not the first",
           "[serialize][security]") {
   const std::string twice = std::string("}(X\x01\0\0\0aNX\x01\0\0\0aK\x01u", 19);
-  CHECK_THROWS_WITH(read_with_storage(stream(twice), 0), ContainsSubstring("a dict that names a "
-                                                                           "twice"));
+  CHECK_THROWS_WITH(read_with_storage(pickle_stream(twice), 0),
+                    ContainsSubstring("a dict that names a "
+                                      "twice"));
 }
 
 TEST_CASE("a zip directory that points two records at one record's bytes is refused",
@@ -348,7 +350,7 @@ TEST_CASE("a sparse file that claims 16 GB costs what is read of it, not 16 GB",
   std::filesystem::resize_file(sparse, uint64_t{16} << 30);   // holes: no disk, no memory
   const auto specs = model::state_specs(*model::LeNet());
   const std::string outcome = testing::run_within_resident_memory(
-      [&] { train::read_model_file(sparse, specs); }, kCeilingMb);
+      [&] { train::read_model_file(sparse, specs); }, kHostileFileCeilingMb);
   CHECK_THAT(outcome, ContainsSubstring("sparse.pt: the file is cut short (17179869184 bytes): a "
                                         "zip archive whose end, its directory, is missing"));
 }
@@ -360,7 +362,7 @@ TEST_CASE(
   TempDir dir;
   const auto refusal = [&](const std::string& name, const std::string& bytes) {
     testing::write_text(dir / name, bytes);
-    return run_within_memory([&] { data::read_input_images(dir / name); }, kCeilingMb);
+    return run_within_memory([&] { data::read_input_images(dir / name); }, kHostileFileCeilingMb);
   };
   // A zlib header whose window size (CINFO) is 8, which zlib refuses and stb_image ignores, over
   // 64 MB of zeros: stb would inflate them all.
@@ -403,20 +405,22 @@ TEST_CASE(
   const uint64_t rows = uint64_t{4096} * (1 + 4096 * 8);
   testing::write_text(dir / "deep.png",
                       png_of(4096, 4096, 16, 6, chunk("IDAT", zlib_of_zeros_streamed(rows))));
-  CHECK_THAT(run_within_memory([&] { data::read_input_images(dir / "deep.png"); }, kCeilingMb),
-             ContainsSubstring("deep.png: an image of 4096x4096 pixels whose samples take "
-                               "134217728 bytes, more than the 16 MiB dptrain decodes"));
+  CHECK_THAT(
+      run_within_memory([&] { data::read_input_images(dir / "deep.png"); }, kHostileFileCeilingMb),
+      ContainsSubstring("deep.png: an image of 4096x4096 pixels whose samples take "
+                        "134217728 bytes, more than the 16 MiB dptrain decodes"));
   // 1 x 16,777,216 pixels, 16 MiB of samples: within both bounds, but resizing it to 28 x 28 would
   // hold 28 x 16M values.
   testing::write_text(dir / "tall.png", png(1, 1 << 24, zlib_of_zeros_streamed(uint64_t{2} << 24)));
-  CHECK_THAT(run_within_memory([&] { data::read_input_images(dir / "tall.png"); }, kCeilingMb),
-             ContainsSubstring("tall.png: an image of 1x16777216 pixels, more than the 16 "
-                               "megapixels or 16384 pixels a side dptrain decodes"));
+  CHECK_THAT(
+      run_within_memory([&] { data::read_input_images(dir / "tall.png"); }, kHostileFileCeilingMb),
+      ContainsSubstring("tall.png: an image of 1x16777216 pixels, more than the 16 "
+                        "megapixels or 16384 pixels a side dptrain decodes"));
   // A sparse file of 2 GiB that starts as a PNG: refused by its size, unread.
   testing::write_text(dir / "vast.png", png(28, 28, zlib_of_zeros(28 * 29)));
   std::filesystem::resize_file(dir / "vast.png", uint64_t{2} << 30);
   CHECK_THAT(testing::run_within_resident_memory([&] { data::read_input_images(dir / "vast.png"); },
-                                                 kCeilingMb),
+                                                 kHostileFileCeilingMb),
              ContainsSubstring("vast.png: a file of 2147483648 bytes, more than the 20 MiB any "
                                "picture dptrain decodes can need"));
 }
@@ -441,18 +445,19 @@ TEST_CASE(
   write_images(many, 300000);
   CHECK(std::filesystem::file_size(many) < (size_t{1} << 20));
   for (const std::optional<int64_t> index : {std::optional<int64_t>(), std::optional<int64_t>(5)}) {
-    CHECK_THAT(run_within_memory([&] { data::read_input_images(many, index); }, kCeilingMb),
-               ContainsSubstring("many.gz: an IDX file of 300000 images, more than the 100000 of "
-                                 "any data set predict reads images from"));
+    CHECK_THAT(
+        run_within_memory([&] { data::read_input_images(many, index); }, kHostileFileCeilingMb),
+        ContainsSubstring("many.gz: an IDX file of 300000 images, more than the 100000 of "
+                          "any data set predict reads images from"));
   }
   const auto file = dir / "some.gz";
   write_images(file, 100000);
-  CHECK_THAT(run_within_memory([&] { data::read_input_images(file); }, kCeilingMb),
+  CHECK_THAT(run_within_memory([&] { data::read_input_images(file); }, kHostileFileCeilingMb),
              ContainsSubstring("some.gz: an IDX file of 100000 images, more than the 10000 "
                                "predict takes at once"));
   std::vector<data::InputImage> images;
-  CHECK(run_within_memory([&] { images = data::read_input_images(file, 99999); }, kCeilingMb) ==
-        "returned");
+  CHECK(run_within_memory([&] { images = data::read_input_images(file, 99999); },
+                          kHostileFileCeilingMb) == "returned");
   images = data::read_input_images(file, 5);
   REQUIRE(images.size() == 1);
   CHECK(images[0].name == file.string() + "#5");

@@ -17,13 +17,6 @@ namespace {
 
 using serialize::append_le;
 
-// A pickled text as dptrain's writer puts it: BINUNICODE, 4 bytes of length, the text.
-std::string binunicode(const std::string& text) {
-  std::string out = "X";
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xff));
-  return out + text;
-}
-
 // The CRC-32 of `count` zero bytes, combined a mebibyte at a time rather than computed over them.
 uint32_t crc_of_zeros(uint64_t count) {
   const std::string mebibyte(size_t{1} << 20, '\0');
@@ -39,6 +32,16 @@ uint32_t crc_of_zeros(uint64_t count) {
 }
 
 }  // namespace
+
+std::string binunicode(const std::string& text) {
+  std::string out = "X";
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xff));
+  return out + text;
+}
+
+std::string pickle_stream(const std::string& body) {
+  return std::string("\x80\x02", 2) + body + ".";
+}
 
 void write_stored_zip(const std::filesystem::path& path, const std::vector<StoredRecord>& records) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -12,6 +12,11 @@
 
 namespace dptrain::testing {
 
+// A pickled text as dptrain's writer puts it: BINUNICODE, 4 bytes of length, the text.
+std::string binunicode(const std::string& text);
+// A pickle stream by hand: PROTO 2, the given opcodes, STOP.
+std::string pickle_stream(const std::string& body);
+
 // The archive `archive` (its bytes) written again with `edit` applied to its data.pkl record.
 std::string edit_data_pkl(const std::string& archive,
                           const std::function<void(std::string& pickle)>& edit);
