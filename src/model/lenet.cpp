@@ -1,6 +1,7 @@
 #include "model/lenet.h"
 
 #include "model/cpu_kernels.h"
+#include "model/fused_input_block.h"
 
 namespace dptrain::model {
 
@@ -27,7 +28,11 @@ void LeNetImpl::reset() {
 }
 
 torch::Tensor LeNetImpl::forward(torch::Tensor x) {
-  x = torch::avg_pool2d(torch::relu(conv2d(x, conv1_->weight, conv1_->bias)), /*kernel_size=*/2);
+  if (fused_input_block_applies(x, conv1_->weight, conv1_->bias)) {
+    x = fused_input_block(x, conv1_->weight, conv1_->bias);
+  } else {
+    x = torch::avg_pool2d(torch::relu(conv2d(x, conv1_->weight, conv1_->bias)), /*kernel_size=*/2);
+  }
   x = torch::avg_pool2d(torch::relu(conv2d(x, conv2_->weight, conv2_->bias)), /*kernel_size=*/2);
   x = x.flatten(/*start_dim=*/1);  // (channel, row, column) order, whatever the memory layout
   x = torch::relu(dense(x, fc1_->weight, fc1_->bias));

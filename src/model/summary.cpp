@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "model/fused_input_block.h"
+
 namespace dptrain::model {
 namespace {
 
@@ -41,8 +43,9 @@ struct OpInputs : at::ObserverContext {
   OpInputs(Kind k, int64_t f) : kind(k), flops_per_output(f) {}
 };
 
-// aten::convolution (under conv2d and the backends' own kernels) and aten::linear / aten::mm /
-// aten::addmm as dispatched at the top: a linear that becomes an addmm is counted once.
+// aten::convolution (under conv2d and the backends' own kernels), LeNet's fused input block, and
+// aten::linear / aten::mm / aten::addmm as dispatched at the top: a linear that becomes an addmm
+// is counted once.
 std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const auto inputs = fn.inputs();
@@ -51,6 +54,12 @@ std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
     if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
     return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
                                       2 * (weight->numel() / weight->size(0)));
+  }
+  if (name == kFusedInputBlockOp) {  // conv + ReLU + pooling: 4 convolution outputs per output
+    const torch::Tensor* weight = tensor_at(inputs, 1);
+    if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
+    return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
+                                      4 * 2 * (weight->numel() / weight->size(0)));
   }
   if (name == "aten::linear" || name == "aten::matmul" || name == "aten::mm" ||
       name == "aten::addmm") {

@@ -1,0 +1,95 @@
+#include "support/catch.h"
+
+#include "model/fused_input_block.h"
+
+using namespace dptrain::model;
+
+namespace {
+
+struct InputBlockGrads {
+  torch::Tensor out, weight_grad, bias_grad;
+};
+
+// Forward and the gradients of weight and bias under the loss sum(out * probe).
+template <typename Block>
+InputBlockGrads input_block_grads(Block block, const torch::Tensor& x, const torch::Tensor& w,
+                                  const torch::Tensor& b, const torch::Tensor& probe) {
+  const torch::Tensor weight = w.detach().clone().requires_grad_();
+  const torch::Tensor bias = b.detach().clone().requires_grad_();
+  InputBlockGrads r;
+  r.out = block(x, weight, bias);
+  (r.out * probe).sum().backward();
+  r.weight_grad = weight.grad();
+  r.bias_grad = bias.grad();
+  return r;
+}
+
+torch::Tensor reference_block(const torch::Tensor& x, const torch::Tensor& w,
+                              const torch::Tensor& b) {
+  return torch::avg_pool2d(torch::relu(torch::conv2d(x, w, b)), 2);
+}
+
+}  // namespace
+
+TEST_CASE("the fused input block computes conv, ReLU and average pooling, and their gradients",
+          "[model]") {
+  // LeNet's shape, channel counts that are and are not a multiple of the kernel's lanes, a 5x5
+  // kernel, and odd convolution outputs whose last row and column the pooling drops.
+  const std::vector<std::array<int64_t, 4>> shapes = {// images, side, channels, kernel
+                                                      {9, 28, 20, 3},
+                                                      {3, 12, 16, 3},
+                                                      {2, 11, 3, 5},
+                                                      {5, 10, 1, 2}};
+  for (const auto& [images, side, channels, kernel] : shapes) {
+    CAPTURE(images, side, channels, kernel);
+    torch::manual_seed(static_cast<uint64_t>(side));
+    const auto x = torch::rand({images, 1, side, side});
+    const auto w = torch::randn({channels, 1, kernel, kernel}) * 0.3;
+    const auto b = torch::randn({channels}) * 0.1;  // some pre-activations negative, some not
+    REQUIRE(fused_input_block_applies(x, w, b));
+    const int64_t pooled = (side - kernel + 1) / 2;
+    const auto probe = torch::randn({images, channels, pooled, pooled});
+    const auto fused = input_block_grads(fused_input_block, x, w, b, probe);
+    const auto reference = input_block_grads(reference_block, x, w, b, probe);
+    REQUIRE(fused.out.sizes() == reference.out.sizes());
+    CHECK(fused.out.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    CHECK(torch::allclose(fused.out, reference.out, /*rtol=*/1e-5, /*atol=*/1e-6));
+    CHECK(torch::allclose(fused.weight_grad, reference.weight_grad, 1e-4, 1e-5));
+    CHECK(torch::allclose(fused.bias_grad, reference.bias_grad, 1e-4, 1e-5));
+    // Without autograd (evaluation) the same output, with no mask kept.
+    torch::NoGradGuard no_grad;
+    CHECK(torch::equal(fused_input_block(x, w, b), fused.out.detach()));
+  }
+}
+
+TEST_CASE("the fused input block's gradients are the same bits at any thread count", "[model]") {
+  torch::manual_seed(7);
+  const auto x = torch::rand({37, 1, 28, 28});  // 37: a last block of images that is not full
+  const auto w = torch::randn({20, 1, 3, 3}) * 0.3;
+  const auto b = torch::randn({20}) * 0.1;
+  const auto probe = torch::randn({37, 20, 13, 13});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = input_block_grads(fused_input_block, x, w, b, probe);
+  at::set_num_threads(2);
+  const auto two = input_block_grads(fused_input_block, x, w, b, probe);
+  at::set_num_threads(threads);
+  CHECK(torch::equal(one.out, two.out));
+  CHECK(torch::equal(one.weight_grad, two.weight_grad));
+  CHECK(torch::equal(one.bias_grad, two.bias_grad));
+}
+
+TEST_CASE("the fused input block leaves what it cannot compute to LibTorch", "[model]") {
+  const auto x = torch::rand({2, 1, 28, 28});
+  const auto w = torch::randn({20, 1, 3, 3});
+  const auto b = torch::randn({20});
+  CHECK(fused_input_block_applies(x, w, b));
+  CHECK_FALSE(fused_input_block_applies(torch::rand({2, 3, 28, 28}), torch::randn({20, 3, 3, 3}),
+                                        b));  // 3 channels in
+  CHECK_FALSE(fused_input_block_applies(x.to(torch::kFloat64), w.to(torch::kFloat64),
+                                        b.to(torch::kFloat64)));              // not fp32
+  CHECK_FALSE(fused_input_block_applies(x.clone().requires_grad_(), w, b));   // input grads
+  CHECK_FALSE(fused_input_block_applies(x, w, torch::Tensor()));              // no bias
+  CHECK_FALSE(fused_input_block_applies(x, torch::randn({20, 1, 3, 5}), b));  // not square
+  CHECK_FALSE(fused_input_block_applies(torch::rand({2, 1, 3, 3}), w, b));    // 1x1 output
+}
