@@ -78,7 +78,9 @@ void DistributedDataParallel::finish_backward() {
 }
 
 int64_t DistributedDataParallel::gradient_bytes() {
-  int64_t bytes = Backend::gradient_bytes() + reducer_->gradient_bytes();
+  // Where .grad is a view of the flat gradients, their bytes are all there is.
+  int64_t bytes = reducer_->gradient_bytes();
+  if (!reducer_->gradients_are_views()) bytes += Backend::gradient_bytes();
   if (zero_) {
     const torch::Tensor& shard = zero_->master().grad();
     bytes += shard.numel() * static_cast<int64_t>(shard.element_size());

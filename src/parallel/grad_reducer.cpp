@@ -1,5 +1,7 @@
 #include "parallel/grad_reducer.h"
 
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+
 #include <limits>
 
 #include "core/error.h"
@@ -77,20 +79,70 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
     buckets_.push_back(std::move(bucket));
   }
   if (route_->one_padded_bucket()) buckets_.front().numel = grads_.layout().padded_numel();
+  views_ = route_->keeps_flat_gradients();
+  // After accumulation rather than on the incoming gradient: .grad then holds this backward's sum,
+  // in the slot itself where it is a view.
   for (size_t i = 0; i < params_.size(); ++i) {
-    hooks_.push_back(
-        params_[i].register_hook([this, i](const torch::Tensor& grad) { on_gradient(i, grad); }));
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[i]));
+    hooks_.push_back(accumulators_.back()->add_post_hook(
+        std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list& /*inputs*/) {
+              on_accumulated(i);
+              return outputs;
+            })));
   }
   ready_.assign(params_.size(), false);
 }
 
 GradReducer::~GradReducer() {
-  for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
+  for (size_t i = 0; i < hooks_.size(); ++i) accumulators_[i]->del_post_hook(hooks_[i]);
+}
+
+namespace {
+
+bool is_slot(const torch::Tensor& grad, const torch::Tensor& slot) {
+  return grad.defined() && grad.data_ptr() == slot.data_ptr() && grad.numel() == slot.numel();
+}
+
+// `slot`'s memory shaped as `param`, contiguous. Made with set_() rather than view(): autograd
+// refuses to detach_() a view in place, which LibTorch's Optimizer::zero_grad does to every .grad.
+torch::Tensor alias_of(const torch::Tensor& slot, const torch::Tensor& param) {
+  std::vector<int64_t> strides(static_cast<size_t>(param.dim()));
+  int64_t stride = 1;
+  for (int64_t d = param.dim() - 1; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = stride;
+    stride *= param.size(d);
+  }
+  return torch::empty({0}, slot.options())
+      .set_(slot.storage(), slot.storage_offset(), param.sizes(), strides);
+}
+
+}  // namespace
+
+void GradReducer::adopt_gradient(size_t param, bool keep) {
+  torch::Tensor& grad = params_[param].mutable_grad();
+  const torch::Tensor slot = grads_.slot(param);
+  if (is_slot(grad, slot)) return;
+  if (keep && grad.defined()) {
+    slot.copy_(grad.reshape({-1}));
+  } else {
+    slot.zero_();
+  }
+  grad = alias_of(slot, params_[param]);
 }
 
 void GradReducer::prepare_for_backward(bool include_accumulated) {
   if (params_.empty()) return;
+  torch::NoGradGuard no_grad;
   grads_.allocate_zeros();
+  if (views_) {
+    if (!include_accumulated) grads_.flat().zero_();
+    for (size_t i = 0; i < params_.size(); ++i) adopt_gradient(i, include_accumulated);
+  } else if (!include_accumulated) {
+    // Autograd would add this backward's gradient to whatever .grad holds.
+    for (auto& p : params_) p.mutable_grad().reset();
+  }
   include_accumulated_ = include_accumulated;
   ready_.assign(params_.size(), false);
   missing_.clear();
@@ -100,16 +152,15 @@ void GradReducer::prepare_for_backward(bool include_accumulated) {
   armed_ = true;
 }
 
-void GradReducer::on_gradient(size_t param, const torch::Tensor& grad) {
+void GradReducer::on_accumulated(size_t param) {
   if (!armed_ || ready_[param]) return;  // a backward outside training steps is not reduced
   ready_[param] = true;
-  torch::Tensor slot = grads_.slot(param);
-  const torch::Tensor& accumulated = params_[param].grad();
-  if (include_accumulated_ && accumulated.defined()) {
-    // In AccumulateGrad's order, .grad + new, as single-device accumulation sums them.
-    torch::add_out(slot, accumulated.reshape({-1}), grad.reshape({-1}));
+  // Autograd has added this backward's gradient to .grad (the slot itself, unless something made
+  // .grad anew since prepare_for_backward()).
+  if (views_) {
+    adopt_gradient(param, /*keep=*/true);
   } else {
-    slot.copy_(grad.reshape({-1}));
+    grads_.slot(param).copy_(params_[param].grad().reshape({-1}));
   }
   if (--missing_[bucket_of_[param]] == 0) launch_ready_buckets();
 }
@@ -132,9 +183,12 @@ void GradReducer::finish() {
   for (size_t b = next_launch_; b < buckets_.size(); ++b) {
     for (const size_t p : buckets_[b].params) {
       if (ready_[p]) continue;
-      // No gradient from this backward: what earlier micro-batches left, or zero.
+      // No gradient from this backward: what earlier micro-batches left, or zero (a view already
+      // holds that since prepare_for_backward()).
       const torch::Tensor& accumulated = params_[p].grad();
-      if (include_accumulated_ && accumulated.defined()) {
+      if (views_) {
+        adopt_gradient(p, /*keep=*/include_accumulated_);
+      } else if (include_accumulated_ && accumulated.defined()) {
         grads_.slot(p).copy_(accumulated.reshape({-1}));
       } else {
         grads_.slot(p).zero_();

@@ -1,12 +1,17 @@
 // DistributedDataParallel's gradient reduction, in C++: the parameters' gradients are laid out in
 // one flat buffer (a FlatBuffer in reverse registration order, the order backward produces them),
-// cut into buckets of about `bucket_bytes`; an autograd hook copies each gradient into its slot as
-// soon as backward computes it, and a bucket whose gradients are all in is reduced at once,
-// asynchronously, while backward goes on. Buckets are launched strictly in index order, so every
-// rank issues the same sequence of collectives whatever order its hooks fire in. finish() waits
-// and hands the means to the GradRoute, which puts them where the optimizer reads them.
+// cut into buckets of about `bucket_bytes`. As PyTorch's reducer with gradient_as_bucket_view,
+// each parameter's .grad is itself its slot of the flat buffer, so that autograd accumulates
+// straight into the bucket: no gradient is copied in before the all-reduce nor out after it. A
+// hook after each parameter's gradient accumulation marks it ready, and a bucket whose gradients
+// are all in is divided by the world size and reduced at once, asynchronously, while backward goes
+// on. Buckets are launched strictly in index order, so every rank issues the same sequence of
+// collectives whatever order its hooks fire in. finish() waits and hands the means to the
+// GradRoute, which puts them where the optimizer reads them. A route that frees the flat buffer
+// between steps (ZeRO stage 2) keeps .grad apart: the hook copies each gradient into its slot.
 // Gradient accumulation (DDP's no_sync): backwards outside prepare_for_backward() add into .grad
-// unreduced; the next reduced backward then reduces .grad plus its own gradient, in one go.
+// unreduced; the next reduced backward adds its own gradient to it (autograd's sum, .grad + new),
+// and the sum is reduced in one go.
 #pragma once
 
 #include <torch/torch.h>
@@ -48,12 +53,17 @@ class GradReducer {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // The bytes of the flat gradients held now (none between steps where the route frees them).
   int64_t gradient_bytes() const { return grads_.bytes(); }
+  // Whether each parameter's .grad is its slot of the flat gradients (the bytes above are then
+  // all the gradient memory there is) rather than a tensor of its own.
+  bool gradients_are_views() const { return views_; }
   // Seconds finish() has spent waiting for all-reduces since construction: the part of
   // communication that backward did not hide.
   double wait_seconds() const { return wait_seconds_; }
 
  private:
-  void on_gradient(size_t param, const torch::Tensor& grad);
+  void on_accumulated(size_t param);
+  // Makes `param`'s .grad its slot, keeping what .grad held when `keep` (else zero).
+  void adopt_gradient(size_t param, bool keep);
   void launch_ready_buckets();
   void launch(size_t bucket);
 
@@ -63,7 +73,11 @@ class GradReducer {
   FlatBuffer grads_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket
-  std::vector<unsigned> hooks_;
+  bool views_ = false;
+  // Each parameter's gradient accumulator (held: autograd keeps only a weak reference, and a new
+  // one would not have the hook) and the key of the hook on it.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hooks_;
   // Per step: which parameters have their gradient in, how many each bucket still waits for,
   // the next bucket to launch and the reductions in flight.
   std::vector<bool> ready_;

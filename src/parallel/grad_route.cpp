@@ -3,10 +3,12 @@
 namespace dptrain::parallel {
 namespace {
 
-// Writes the means into each parameter's .grad (made at the first step, then reused).
+// Writes the means into each parameter's .grad (made at the first step, then reused); nothing to
+// write where .grad is the mean's own memory (GradReducer::gradients_are_views()).
 void write_into_grad(const FlatBuffer& grads, std::vector<torch::Tensor>& params) {
   const std::vector<torch::Tensor> means = grads.views(params);
   for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].grad().defined() && params[i].grad().data_ptr() == means[i].data_ptr()) continue;
     if (params[i].grad().defined()) {
       params[i].mutable_grad().copy_(means[i]);
     } else {

@@ -156,9 +156,10 @@ TEST_CASE("metrics.jsonl gives each ZeRO rank's optimizer-state and gradient byt
     // Adam: two moments of 4 bytes per element.
     const int64_t state = stage == 0 ? 2 * kParams * 4 : 2 * kShard * 4;
     CHECK(m.at("optimizer_state_bytes") == std::vector<int64_t>(3, state));
-    // Stage 0: .grad and the buckets; stage 1 adds its shard; stage 2 keeps the shard alone.
-    const int64_t grads = stage == 0   ? (kParams + kLaidOut) * 4
-                          : stage == 1 ? (kParams + kLaidOut) * 4 + kShard * 4
+    // Stage 0: the buckets, of which every .grad is a view; stage 1 adds its shard; stage 2 keeps
+    // the shard alone.
+    const int64_t grads = stage == 0   ? kLaidOut * 4
+                          : stage == 1 ? kLaidOut * 4 + kShard * 4
                                        : kShard * 4;
     CHECK(m.at("gradient_bytes") == std::vector<int64_t>(3, grads));
   }
