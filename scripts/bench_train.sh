@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Training speed of dptrain against d2l's §13.5 PyTorch code (scripts/bench/d2l_lenet.py), side
 # by side on this machine's CPU at the same thread count, runs alternating so that drift in the
-# machine's speed hits both alike. Prints each run's sec/epoch, the medians and their ratio.
+# machine's speed hits both alike. Prints each run's sec/epoch, the medians and their ratio, and
+# each side's FLOP rate as a share of the machine's measured fp32 peak at the same thread count
+# (scripts/bench_peak.sh; a training sample costs 3 forward passes' FLOPs, the usual convention).
 #
 #   scripts/bench_train.sh [--threads N] [--epochs E] [--repeats R] [--workers W]
 #
@@ -48,12 +50,22 @@ for ((r = 1; r <= repeats; r++)); do
   fi
 done
 
+peak=$("${BUILD_DIR:-$root/build}/dptrain_bench_peak" --threads "$threads" | tail -n1)
+peak_gflops=$("$py" -c 'import json,sys; print(json.loads(sys.argv[1])["fp32_gflops"])' "$peak")
+forward_mflops=$("$bin" info --model lenet | sed -n 's/^forward FLOPs per sample: \([0-9.]*\) M.*/\1/p')
+share() {  # share SEC_PER_EPOCH: "X GFLOP/s, Y% of peak"
+  awk -v s="$1" -v f="$forward_mflops" -v p="$peak_gflops" \
+    'BEGIN { r = 3 * f * 1e6 * 60000 / s / 1e9; printf "%.1f GFLOP/s, %.0f%% of the fp32 peak", r, 100 * r / p }'
+}
+printf 'fp32 peak     %.1f GFLOP/s at %s threads (LibTorch'"'"'s best kernel, scripts/bench_peak.sh)\n' \
+  "$peak_gflops" "$threads"
 m_ours=$(median "${ours[@]}")
-printf 'dptrain       median %.2f sec/epoch  (%.0f samples/s)\n' "$m_ours" "$(awk -v s="$m_ours" 'BEGIN {print 60000 / s}')"
+printf 'dptrain       median %.2f sec/epoch  (%.0f samples/s; %s)\n' "$m_ours" \
+  "$(awk -v s="$m_ours" 'BEGIN {print 60000 / s}')" "$(share "$m_ours")"
 if [[ $have_baseline -eq 1 ]]; then
   m_base=$(median "${base[@]}")
-  printf 'd2l pytorch   median %.2f sec/epoch  (torch %s)\n' "$m_base" \
-    "$("$py" -c 'import torch; print(torch.__version__)')"
+  printf 'd2l pytorch   median %.2f sec/epoch  (torch %s; %s)\n' "$m_base" \
+    "$("$py" -c 'import torch; print(torch.__version__)')" "$(share "$m_base")"
   printf 'speed-up      %.2fx (d2l pytorch / dptrain, medians)\n' \
     "$(awk -v a="$m_base" -v b="$m_ours" 'BEGIN {print a / b}')"
 else
