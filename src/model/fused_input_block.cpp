@@ -5,6 +5,8 @@
 
 #include <ATen/record_function.h>
 
+#include "model/vector_clones.h"
+
 namespace dptrain::model {
 
 namespace {
@@ -16,15 +18,6 @@ constexpr int64_t kLanes = 8;
 // Images per block of the weight gradient's partial sums: fixed, so that the order of the sums,
 // and with it every bit of the result, is the same at any thread count.
 constexpr int64_t kBlockImages = 8;
-
-// One binary for every x86-64 CPU: the loops are compiled for AVX-512, AVX2+FMA and the baseline,
-// and the loader picks the best the CPU has.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define DPTRAIN_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DPTRAIN_VECTOR_CLONES
-#endif
 
 struct Geometry {
   int64_t images, height, width;  // the input

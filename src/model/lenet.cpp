@@ -2,6 +2,7 @@
 
 #include "model/cpu_kernels.h"
 #include "model/fused_input_block.h"
+#include "model/relu_pool.h"
 
 namespace dptrain::model {
 
@@ -33,7 +34,8 @@ torch::Tensor LeNetImpl::forward(torch::Tensor x) {
   } else {
     x = torch::avg_pool2d(torch::relu(conv2d(x, conv1_->weight, conv1_->bias)), /*kernel_size=*/2);
   }
-  x = torch::avg_pool2d(torch::relu(conv2d(x, conv2_->weight, conv2_->bias)), /*kernel_size=*/2);
+  x = conv2d(x, conv2_->weight, conv2_->bias);
+  x = relu_avg_pool2_applies(x) ? relu_avg_pool2(x) : torch::avg_pool2d(torch::relu(x), 2);
   x = x.flatten(/*start_dim=*/1);  // (channel, row, column) order, whatever the memory layout
   x = torch::relu(dense(x, fc1_->weight, fc1_->bias));
   return dense(x, fc2_->weight, fc2_->bias);
