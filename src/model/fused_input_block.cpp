@@ -1,6 +1,7 @@
 #include "model/fused_input_block.h"
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <ATen/record_function.h>
@@ -11,10 +12,32 @@ namespace dptrain::model {
 
 namespace {
 
-// The inner loops run over kLanes channels at a time, a trip count the compiler turns into one
-// vector instruction (two with SSE); channels are padded to a multiple of it in every buffer of
+// The inner loops work on kLanes channels at a time, as one vector (GCC's and clang's vector
+// extension: one AVX register, two SSE ones; written out because the compilers left the same
+// loops over small arrays scalar). Channels are padded to a multiple of kLanes in every buffer of
 // the kernel's own, so no loop has a scalar tail.
 constexpr int64_t kLanes = 8;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+typedef int32_t LaneInts __attribute__((vector_size(kLanes * sizeof(int32_t))));
+typedef uint8_t LaneBytes __attribute__((vector_size(kLanes)));
+
+// GCC warns that passing these by value changes with AVX: they are inlined and file-local, so no
+// call between differently compiled code exists.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+template <typename Vector, typename Element>
+Vector load(const Element* from) {
+  Vector v;
+  std::memcpy(&v, from, sizeof v);
+  return v;
+}
+template <typename Vector, typename Element>
+void store(Element* to, const Vector& v) {
+  std::memcpy(to, &v, sizeof v);
+}
+
 // Images per block of the weight gradient's partial sums: fixed, so that the order of the sums,
 // and with it every bit of the result, is the same at any thread count.
 constexpr int64_t kBlockImages = 8;
@@ -62,31 +85,30 @@ DPTRAIN_VECTOR_CLONES
 void forward_image(const float* __restrict in, const float* __restrict taps,
                    const float* __restrict bias, const Geometry& g, float* __restrict pooled,
                    uint8_t* __restrict mask) {
+  const Lanes zero = {};
   for (int64_t i = 0; i < g.pooled_h; ++i) {
     for (int64_t j = 0; j < g.pooled_w; ++j) {
       for (int64_t cb = 0; cb < g.padded; cb += kLanes) {
-        float sum[kLanes] = {};
+        Lanes sum = zero;
         for (int64_t y = 2 * i; y < 2 * i + 2; ++y) {
           for (int64_t x = 2 * j; x < 2 * j + 2; ++x) {
-            float pre[kLanes];
-            for (int64_t l = 0; l < kLanes; ++l) pre[l] = bias[cb + l];
+            Lanes pre = load<Lanes>(bias + cb);
             for (int64_t ky = 0; ky < g.kernel; ++ky) {
               for (int64_t kx = 0; kx < g.kernel; ++kx) {
                 const float v = in[(y + ky) * g.width + x + kx];
-                const float* tap = taps + (ky * g.kernel + kx) * g.padded + cb;
-                for (int64_t l = 0; l < kLanes; ++l) pre[l] += tap[l] * v;
+                pre += load<Lanes>(taps + (ky * g.kernel + kx) * g.padded + cb) * v;
               }
             }
             // relu's rule: x <= 0 gives 0, anything else (NaN too) passes.
-            for (int64_t l = 0; l < kLanes; ++l) sum[l] += pre[l] <= 0 ? 0.0f : pre[l];
+            const LaneInts blocked = pre <= zero;  // -1 where blocked, else 0
+            sum += blocked ? zero : pre;
             if (mask != nullptr) {
-              uint8_t* m = mask + (y * 2 * g.pooled_w + x) * g.padded + cb;
-              for (int64_t l = 0; l < kLanes; ++l) m[l] = pre[l] <= 0 ? 0 : 1;
+              store(mask + (y * 2 * g.pooled_w + x) * g.padded + cb,
+                    __builtin_convertvector(blocked + 1, LaneBytes));
             }
           }
         }
-        float* out = pooled + (i * g.pooled_w + j) * g.padded + cb;
-        for (int64_t l = 0; l < kLanes; ++l) out[l] = sum[l] * 0.25f;
+        store(pooled + (i * g.pooled_w + j) * g.padded + cb, sum * 0.25f);
       }
     }
   }
@@ -98,21 +120,20 @@ DPTRAIN_VECTOR_CLONES
 void backward_image(const float* __restrict in, const float* __restrict grad,
                     const uint8_t* __restrict mask, const Geometry& g, float* __restrict taps_grad,
                     float* __restrict bias_grad) {
+  const Lanes zero = {};
   for (int64_t y = 0; y < 2 * g.pooled_h; ++y) {
     for (int64_t x = 0; x < 2 * g.pooled_w; ++x) {
       const float* grad_here = grad + ((y / 2) * g.pooled_w + x / 2) * g.padded;
       const uint8_t* mask_here = mask + (y * 2 * g.pooled_w + x) * g.padded;
       for (int64_t cb = 0; cb < g.padded; cb += kLanes) {
-        float through[kLanes];
-        for (int64_t l = 0; l < kLanes; ++l) {
-          through[l] = mask_here[cb + l] != 0 ? grad_here[cb + l] : 0.0f;
-        }
-        for (int64_t l = 0; l < kLanes; ++l) bias_grad[cb + l] += through[l];
+        const LaneInts passed = __builtin_convertvector(load<LaneBytes>(mask_here + cb), LaneInts);
+        const Lanes through = passed != 0 ? load<Lanes>(grad_here + cb) : zero;
+        store(bias_grad + cb, load<Lanes>(bias_grad + cb) + through);
         for (int64_t ky = 0; ky < g.kernel; ++ky) {
           for (int64_t kx = 0; kx < g.kernel; ++kx) {
             const float v = in[(y + ky) * g.width + x + kx];
             float* tap = taps_grad + (ky * g.kernel + kx) * g.padded + cb;
-            for (int64_t l = 0; l < kLanes; ++l) tap[l] += through[l] * v;
+            store(tap, load<Lanes>(tap) + through * v);
           }
         }
       }
