@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
   CLI::App app{"LibTorch's measured peak FLOP rate on this CPU, fp32 and bf16"};
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int repeats = 5;
-  app.add_option("--threads", threads, "intra-op threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "intra-op threads")->check(CLI::Range(1, 4096));
   app.add_option("--repeats", repeats, "timed calls per kernel (the median is printed)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(threads);
   std::cout << "threads: " << threads << "\n";

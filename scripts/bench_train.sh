@@ -3,7 +3,9 @@
 # by side on this machine's CPU at the same thread count, runs alternating so that drift in the
 # machine's speed hits both alike. Prints each run's sec/epoch, the medians and their ratio, and
 # each side's FLOP rate as a share of the machine's measured fp32 peak at the same thread count
-# (scripts/bench_peak.sh; a training sample costs 3 forward passes' FLOPs, the usual convention).
+# (scripts/bench_peak.sh; a training sample costs 3 forward passes' FLOPs, the usual convention),
+# and with GNU time installed each side's peak resident set size (of its largest process: d2l's
+# main process beside its loader workers).
 #
 #   scripts/bench_train.sh [--threads N] [--epochs E] [--repeats R] [--workers W]
 #
@@ -22,7 +24,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+[[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "bench_train: --threads must be a whole number of 1 or more" >&2; exit 2; }
 source "$root/scripts/bench/common.sh"
+peak_bin=${BUILD_DIR:-$root/build}/dptrain_bench_peak
+[[ -x $peak_bin ]] || { echo "bench_train: no $peak_bin (a build with DPTRAIN_BUILD_BENCH=ON has it)" >&2; exit 1; }
 have_baseline=0
 if have_torch_baseline; then have_baseline=1; fi
 
@@ -31,7 +36,9 @@ dptrain_run() {
     --set train.epochs="$epochs"
 }
 baseline_run() {
-  "$py" "$root/scripts/bench/d2l_lenet.py" --data "$data_dir" --epochs "$epochs" \
+  local timed=()
+  [[ -x /usr/bin/time ]] && timed=(/usr/bin/time -f %M -o "$work/base-$1.rss")
+  "${timed[@]}" "$py" "$root/scripts/bench/d2l_lenet.py" --data "$data_dir" --epochs "$epochs" \
     --threads "$threads" --workers "$workers" >"$work/base-$1.log" 2>"$work/base-$1.err" ||
     { cat "$work/base-$1.err" >&2; exit 1; }
   tail -n1 "$work/base-$1.log" |
@@ -50,7 +57,7 @@ for ((r = 1; r <= repeats; r++)); do
   fi
 done
 
-peak=$("${BUILD_DIR:-$root/build}/dptrain_bench_peak" --threads "$threads" | tail -n1)
+peak=$("$peak_bin" --threads "$threads" | tail -n1)
 peak_gflops=$("$py" -c 'import json,sys; print(json.loads(sys.argv[1])["fp32_gflops"])' "$peak")
 forward_mflops=$("$bin" info --model lenet | sed -n 's/^forward FLOPs per sample: \([0-9.]*\) M.*/\1/p')
 share() {  # share SEC_PER_EPOCH: "X GFLOP/s, Y% of peak"
@@ -68,6 +75,12 @@ if [[ $have_baseline -eq 1 ]]; then
     "$("$py" -c 'import torch; print(torch.__version__)')" "$(share "$m_base")"
   printf 'speed-up      %.2fx (d2l pytorch / dptrain, medians)\n' \
     "$(awk -v a="$m_base" -v b="$m_ours" 'BEGIN {print a / b}')"
+  if [[ -x /usr/bin/time ]]; then
+    rss_ours=$(median $(cat "$work"/run-*.rss)) rss_base=$(median $(cat "$work"/base-*.rss))
+    printf 'peak RSS      dptrain %.0f MiB, d2l pytorch %.0f MiB: %.2fx (medians)\n' \
+      "$(awk -v k="$rss_ours" 'BEGIN {print k / 1024}')" "$(awk -v k="$rss_base" 'BEGIN {print k / 1024}')" \
+      "$(awk -v a="$rss_ours" -v b="$rss_base" 'BEGIN {print a / b}')"
+  fi
 else
   echo "d2l pytorch   not run: install python3-torch and python3-torchvision for the baseline"
 fi

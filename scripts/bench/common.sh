@@ -17,12 +17,15 @@ machine_line() {
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 }
 
-# dptrain_sec_per_epoch TAG [--set ...]: trains, prints the run's mean training sec/epoch.
+# dptrain_sec_per_epoch TAG [--set ...]: trains, prints the run's mean training sec/epoch; with
+# GNU time installed, the run's peak resident set size (KiB) goes to $work/run-TAG.rss.
 dptrain_sec_per_epoch() {
   local tag=$1
   shift
-  "$bin" train --set data.dir="$data_dir" --set log.level=warn "$@" --output "$work/run-$tag" \
-    >"$work/run-$tag.log" 2>&1 || { cat "$work/run-$tag.log" >&2; exit 1; }
+  local timed=()
+  [[ -x /usr/bin/time ]] && timed=(/usr/bin/time -f %M -o "$work/run-$tag.rss")
+  "${timed[@]}" "$bin" train --set data.dir="$data_dir" --set log.level=warn "$@" \
+    --output "$work/run-$tag" >"$work/run-$tag.log" 2>&1 || { cat "$work/run-$tag.log" >&2; exit 1; }
   run_sec_per_epoch "$tag"
 }
 

@@ -6,6 +6,8 @@
 
 #include <ATen/record_function.h>
 
+#include "core/torch_compat.h"
+#include "model/double_backward.h"
 #include "model/vector_clones.h"
 
 namespace dptrain::model {
@@ -21,20 +23,21 @@ typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 typedef int32_t LaneInts __attribute__((vector_size(kLanes * sizeof(int32_t))));
 typedef uint8_t LaneBytes __attribute__((vector_size(kLanes)));
 
-// GCC warns that passing these by value changes with AVX: they are inlined and file-local, so no
-// call between differently compiled code exists.
+// GCC warns that passing these by value changes with AVX: they are forced inline and file-local,
+// so no call between differently compiled code exists (without always_inline an -O0 build would
+// call one baseline copy from the AVX clones, each expecting the vector elsewhere).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
 template <typename Vector, typename Element>
-Vector load(const Element* from) {
+__attribute__((always_inline)) inline Vector load(const Element* from) {
   Vector v;
   std::memcpy(&v, from, sizeof v);
   return v;
 }
 template <typename Vector, typename Element>
-void store(Element* to, const Vector& v) {
+__attribute__((always_inline)) inline void store(Element* to, const Vector& v) {
   std::memcpy(to, &v, sizeof v);
 }
 
@@ -241,6 +244,7 @@ class FusedInputBlock : public torch::autograd::Function<FusedInputBlock> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    refuse_double_backward("LeNet's fused input block");
     const auto saved = ctx->get_saved_variables();
     auto [weight_grad, bias_grad] =
         run_backward(saved[0], saved[1], grads[0], ctx->saved_data["channels"].toInt(),
@@ -257,6 +261,8 @@ bool fused_input_block_applies(const torch::Tensor& x, const torch::Tensor& weig
     return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
            t.layout() == torch::kStrided;
   };
+  // Under CPU autocast the convolution is LibTorch's, in bfloat16, as the precision promises.
+  if (core::compat::autocast_enabled(c10::DeviceType::CPU)) return false;
   return cpu_float(x) && cpu_float(weight) && cpu_float(bias) && !x.requires_grad() &&
          x.dim() == 4 && x.size(1) == 1 && weight.dim() == 4 && weight.size(1) == 1 &&
          weight.size(2) == weight.size(3) && bias.dim() == 1 && bias.size(0) == weight.size(0) &&
@@ -265,6 +271,7 @@ bool fused_input_block_applies(const torch::Tensor& x, const torch::Tensor& weig
 
 torch::Tensor fused_input_block(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias) {
+  // RECORD_FUNCTION declares the `guard` used below (1.13 to 2.x alike).
   RECORD_FUNCTION(kFusedInputBlockOp, std::vector<c10::IValue>({x, weight, bias}));
   const bool differentiate =
       torch::GradMode::is_enabled() && (weight.requires_grad() || bias.requires_grad());

@@ -18,7 +18,7 @@ namespace dptrain::model {
 constexpr const char* kFusedInputBlockOp = "dptrain::fused_input_block";
 
 // True when the fused kernel computes this block: fp32 tensors on a CPU, one input channel, a
-// square kernel, a bias, and an input that needs no gradient (images).
+// square kernel, a bias, an input that needs no gradient (images), and no CPU autocast.
 bool fused_input_block_applies(const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& bias);
 

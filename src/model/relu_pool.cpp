@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 
+#include "model/double_backward.h"
 #include "model/vector_clones.h"
 
 namespace dptrain::model {
@@ -55,7 +56,8 @@ void backward_image(const float* __restrict in, const float* __restrict grad_out
       }
       const float* v = in + at;
       const float* go = grad_out + ((y / 2) * g.pooled_w + x / 2) * g.channels;
-      for (int64_t k = 0; k < g.channels; ++k) gi[k] = v[k] <= 0 ? 0.0f : go[k] * 0.25f;
+      // 0 + as avg_pool2d's backward adds into zeros: a gradient of -0 arrives as +0.
+      for (int64_t k = 0; k < g.channels; ++k) gi[k] = v[k] <= 0 ? 0.0f : 0.0f + go[k] * 0.25f;
     }
   }
 }
@@ -100,6 +102,7 @@ class ReluAvgPool : public torch::autograd::Function<ReluAvgPool> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    refuse_double_backward("the fused ReLU and average pooling");
     return {run_backward(ctx->get_saved_variables()[0], grads[0])};
   }
 };

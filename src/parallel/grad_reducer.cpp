@@ -118,15 +118,26 @@ torch::Tensor alias_of(const torch::Tensor& slot, const torch::Tensor& param) {
       .set_(slot.storage(), slot.storage_offset(), param.sizes(), strides);
 }
 
+// Copies `grad` (dense or sparse, shaped as its parameter) into `slot`; zeros where undefined.
+void copy_into_slot(const torch::Tensor& grad, const torch::Tensor& slot) {
+  if (!grad.defined()) {
+    slot.zero_();
+  } else if (grad.is_sparse()) {
+    slot.copy_(grad.to_dense().reshape({-1}));
+  } else {
+    slot.copy_(grad.reshape({-1}));
+  }
+}
+
 }  // namespace
 
-void GradReducer::adopt_gradient(size_t param, bool keep) {
+void GradReducer::adopt_gradient(size_t param, bool keep, bool slot_is_zero) {
   torch::Tensor& grad = params_[param].mutable_grad();
   const torch::Tensor slot = grads_.slot(param);
   if (is_slot(grad, slot)) return;
-  if (keep && grad.defined()) {
-    slot.copy_(grad.reshape({-1}));
-  } else {
+  if (keep) {
+    copy_into_slot(grad, slot);
+  } else if (!slot_is_zero) {
     slot.zero_();
   }
   grad = alias_of(slot, params_[param]);
@@ -138,7 +149,9 @@ void GradReducer::prepare_for_backward(bool include_accumulated) {
   grads_.allocate_zeros();
   if (views_) {
     if (!include_accumulated) grads_.flat().zero_();
-    for (size_t i = 0; i < params_.size(); ++i) adopt_gradient(i, include_accumulated);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      adopt_gradient(i, include_accumulated, /*slot_is_zero=*/!include_accumulated);
+    }
   } else if (!include_accumulated) {
     // Autograd would add this backward's gradient to whatever .grad holds.
     for (auto& p : params_) p.mutable_grad().reset();
@@ -153,14 +166,29 @@ void GradReducer::prepare_for_backward(bool include_accumulated) {
 }
 
 void GradReducer::on_accumulated(size_t param) {
-  if (!armed_ || ready_[param]) return;  // a backward outside training steps is not reduced
+  if (!armed_) return;  // a backward outside training steps is not reduced
+  if (torch::GradMode::is_enabled()) {
+    throw core::Error(core::ErrorCode::kNotSupported,
+                      "ddp: a backward with create_graph (autograd then makes .grad anew, out of "
+                      "the gradient buckets)",
+                      "compute higher derivatives without ddp");
+  }
+  if (ready_[param]) {
+    // Its bucket may be in an all-reduce already, whose memory .grad is.
+    throw core::Error(
+        core::ErrorCode::kNotSupported,
+        "ddp: a second backward before finish() reached parameter " + std::to_string(param),
+        "one backward per prepared forward; accumulate micro-batches with "
+        "train.accumulate_grad_batches");
+  }
   ready_[param] = true;
+  torch::NoGradGuard no_grad;
   // Autograd has added this backward's gradient to .grad (the slot itself, unless something made
   // .grad anew since prepare_for_backward()).
   if (views_) {
-    adopt_gradient(param, /*keep=*/true);
+    adopt_gradient(param, /*keep=*/true, /*slot_is_zero=*/false);
   } else {
-    grads_.slot(param).copy_(params_[param].grad().reshape({-1}));
+    copy_into_slot(params_[param].grad(), grads_.slot(param));
   }
   if (--missing_[bucket_of_[param]] == 0) launch_ready_buckets();
 }
@@ -187,7 +215,7 @@ void GradReducer::finish() {
       // holds that since prepare_for_backward()).
       const torch::Tensor& accumulated = params_[p].grad();
       if (views_) {
-        adopt_gradient(p, /*keep=*/include_accumulated_);
+        adopt_gradient(p, /*keep=*/include_accumulated_, /*slot_is_zero=*/false);
       } else if (include_accumulated_ && accumulated.defined()) {
         grads_.slot(p).copy_(accumulated.reshape({-1}));
       } else {

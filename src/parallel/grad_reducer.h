@@ -1,7 +1,8 @@
 // DistributedDataParallel's gradient reduction, in C++: the parameters' gradients are laid out in
 // one flat buffer (a FlatBuffer in reverse registration order, the order backward produces them),
 // cut into buckets of about `bucket_bytes`. As PyTorch's reducer with gradient_as_bucket_view,
-// each parameter's .grad is itself its slot of the flat buffer, so that autograd accumulates
+// each parameter's .grad is its slot of the flat buffer (an alias made with set_(), which
+// LibTorch's Optimizer::zero_grad can detach_(), unlike a view), so that autograd accumulates
 // straight into the bucket: no gradient is copied in before the all-reduce nor out after it. A
 // hook after each parameter's gradient accumulation marks it ready, and a bucket whose gradients
 // are all in is divided by the world size and reduced at once, asynchronously, while backward goes
@@ -53,8 +54,8 @@ class GradReducer {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // The bytes of the flat gradients held now (none between steps where the route frees them).
   int64_t gradient_bytes() const { return grads_.bytes(); }
-  // Whether each parameter's .grad is its slot of the flat gradients (the bytes above are then
-  // all the gradient memory there is) rather than a tensor of its own.
+  // Whether each parameter's .grad is its slot of the flat gradients, an alias of that memory (the
+  // bytes above are then all the gradient memory there is), rather than a tensor of its own.
   bool gradients_are_views() const { return views_; }
   // Seconds finish() has spent waiting for all-reduces since construction: the part of
   // communication that backward did not hide.
@@ -62,8 +63,9 @@ class GradReducer {
 
  private:
   void on_accumulated(size_t param);
-  // Makes `param`'s .grad its slot, keeping what .grad held when `keep` (else zero).
-  void adopt_gradient(size_t param, bool keep);
+  // Makes `param`'s .grad its slot, keeping what .grad held when `keep` (else zero, which
+  // `slot_is_zero` says it already is).
+  void adopt_gradient(size_t param, bool keep, bool slot_is_zero);
   void launch_ready_buckets();
   void launch(size_t bucket);
 

@@ -1,5 +1,6 @@
 #include "support/catch.h"
 
+#include "core/torch_compat.h"
 #include "model/fused_input_block.h"
 
 using namespace dptrain::model;
@@ -43,9 +44,13 @@ TEST_CASE("the fused input block computes conv, ReLU and average pooling, and th
   for (const auto& [images, side, channels, kernel] : shapes) {
     CAPTURE(images, side, channels, kernel);
     torch::manual_seed(static_cast<uint64_t>(side));
-    const auto x = torch::rand({images, 1, side, side});
-    const auto w = torch::randn({channels, 1, kernel, kernel}) * 0.3;
-    const auto b = torch::randn({channels}) * 0.1;  // some pre-activations negative, some not
+    // A strided input (every other column of a wider one) and, in channel 0, pre-activations
+    // of exactly 0 (weight and bias zero), which ReLU blocks: no gradient may pass there.
+    const auto x = torch::rand({images, 1, side, 2 * side}).slice(3, 0, 2 * side, 2);
+    auto w = torch::randn({channels, 1, kernel, kernel}) * 0.3;
+    auto b = torch::randn({channels}) * 0.1;  // some pre-activations negative, some not
+    w[0].zero_();
+    b[0].zero_();
     REQUIRE(fused_input_block_applies(x, w, b));
     const int64_t pooled = (side - kernel + 1) / 2;
     const auto probe = torch::randn({images, channels, pooled, pooled});
@@ -56,6 +61,7 @@ TEST_CASE("the fused input block computes conv, ReLU and average pooling, and th
     CHECK(torch::allclose(fused.out, reference.out, /*rtol=*/1e-5, /*atol=*/1e-6));
     CHECK(torch::allclose(fused.weight_grad, reference.weight_grad, 1e-4, 1e-5));
     CHECK(torch::allclose(fused.bias_grad, reference.bias_grad, 1e-4, 1e-5));
+    CHECK(fused.bias_grad[0].item<float>() == 0.0f);
     // Without autograd (evaluation) the same output, with no mask kept.
     torch::NoGradGuard no_grad;
     CHECK(torch::equal(fused_input_block(x, w, b), fused.out.detach()));
@@ -92,4 +98,9 @@ TEST_CASE("the fused input block leaves what it cannot compute to LibTorch", "[m
   CHECK_FALSE(fused_input_block_applies(x, w, torch::Tensor()));              // no bias
   CHECK_FALSE(fused_input_block_applies(x, torch::randn({20, 1, 3, 5}), b));  // not square
   CHECK_FALSE(fused_input_block_applies(torch::rand({2, 1, 3, 3}), w, b));    // 1x1 output
+  // precision bf16: autocast's bfloat16 convolution, not this fp32 kernel.
+  dptrain::core::compat::set_autocast_enabled(c10::DeviceType::CPU, true);
+  const bool under_autocast = fused_input_block_applies(x, w, b);
+  dptrain::core::compat::set_autocast_enabled(c10::DeviceType::CPU, false);
+  CHECK_FALSE(under_autocast);
 }

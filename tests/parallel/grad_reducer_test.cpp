@@ -99,6 +99,60 @@ TEST_CASE("buckets launch in index order, and a parameter without a gradient cou
   });
 }
 
+TEST_CASE("each .grad is the reducer's bucket memory, through zero_grad, accumulation and steps",
+          "[parallel]") {
+  constexpr int kWorld = 2;
+  run_ranks(kWorld, [](int rank, std::unique_ptr<Communicator>& owned) {
+    Communicator& comm = *owned;
+    auto params = make_params();
+    GradReducer reducer(params, comm, /*bucket_bytes=*/1000);
+    RANK_REQUIRE(reducer.gradients_are_views());
+    // LibTorch's optimizer: its zero_grad() detach_()es every .grad, which a view would refuse.
+    torch::optim::SGD sgd(params, torch::optim::SGDOptions(0.1));
+    const auto loss_of = [&](int of_rank, double scale) {
+      torch::Tensor loss = torch::zeros({});
+      for (size_t i = 0; i < params.size(); ++i) {
+        loss = loss + scale * (params[i] * input(of_rank, i, params[i].numel())).pow(2).sum();
+      }
+      return loss;
+    };
+    for (int step = 0; step < 2; ++step) {
+      sgd.zero_grad();
+      loss_of(rank, 1.0).backward();  // no_sync: added into .grad, not reduced
+      reducer.prepare_for_backward(/*include_accumulated=*/true);
+      loss_of(rank, 2.0).backward();
+      reducer.finish();
+      // The gradients' memory is the reducer's: all of them within its gradient_bytes.
+      uintptr_t low = UINTPTR_MAX, high = 0;
+      for (const auto& p : params) {
+        const auto at = reinterpret_cast<uintptr_t>(p.grad().data_ptr());
+        low = std::min(low, at);
+        high = std::max(high, at + static_cast<uintptr_t>(p.numel()) * 4);
+      }
+      RANK_CHECK(high - low <= static_cast<uintptr_t>(reducer.gradient_bytes()));
+      for (size_t i = 0; i < params.size(); ++i) {
+        // Each rank's accumulated 1x + 2x of its own gradient, averaged over the ranks.
+        torch::Tensor mean_x2 = torch::zeros_like(params[i]);
+        for (int r = 0; r < kWorld; ++r) mean_x2 += 3 * input(r, i, params[i].numel()).pow(2);
+        mean_x2 /= kWorld;
+        RANK_CHECK(torch::allclose(params[i].grad(), 2 * params[i].detach() * mean_x2, 1e-5, 1e-5));
+      }
+      sgd.step();
+    }
+    // A second backward in one prepared step is refused, not silently summed under a reduction.
+    reducer.prepare_for_backward();
+    loss_of(rank, 1.0).backward();
+    std::string second;
+    try {
+      loss_of(rank, 1.0).backward();
+    } catch (const std::exception& e) {
+      second = e.what();
+    }
+    RANK_CHECK(second.find("a second backward before finish()") != std::string::npos);
+    reducer.finish();
+  });
+}
+
 TEST_CASE("ddp starts every rank from rank 0's parameters and lists every rank's device",
           "[parallel]") {
   constexpr int kWorld = 3;
