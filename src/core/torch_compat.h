@@ -25,6 +25,12 @@ class ProcessGroup;
 
 namespace dptrain::core::compat {
 
+// A parameter's gradient accumulator as autograd hands it out: a std::shared_ptr<Node> in 1.13
+// and early 2.x, a c10::intrusive_ptr<Node> since nodes became intrusive. Holding it keeps the
+// accumulator (and the hooks on it) alive.
+using GradAccumulatorPtr =
+    decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
+
 inline std::string libtorch_version() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);

@@ -21,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/torch_compat.h"
 #include "distributed/communicator.h"
 #include "parallel/flat_buffer.h"
 #include "parallel/grad_route.h"
@@ -78,7 +79,7 @@ class GradReducer {
   bool views_ = false;
   // Each parameter's gradient accumulator (held: autograd keeps only a weak reference, and a new
   // one would not have the hook) and the key of the hook on it.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<core::compat::GradAccumulatorPtr> accumulators_;
   std::vector<uintptr_t> hooks_;
   // Per step: which parameters have their gradient in, how many each bucket still waits for,
   // the next bucket to launch and the reductions in flight.
