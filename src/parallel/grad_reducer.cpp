@@ -83,6 +83,10 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
   // After accumulation rather than on the incoming gradient: .grad then holds this backward's sum,
   // in the slot itself where it is a view.
   for (size_t i = 0; i < params_.size(); ++i) {
+    // Before accumulation: what must be refused is refused before .grad (a bucket that may be in
+    // an all-reduce) is touched.
+    checks_.push_back(
+        params_[i].register_hook([this, i](const torch::Tensor&) { check_backward(i); }));
     accumulators_.push_back(torch::autograd::impl::grad_accumulator(params_[i]));
     hooks_.push_back(accumulators_.back()->add_post_hook(
         std::make_unique<torch::autograd::utils::LambdaPostHook>(
@@ -96,7 +100,10 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
 }
 
 GradReducer::~GradReducer() {
-  for (size_t i = 0; i < hooks_.size(); ++i) accumulators_[i]->del_post_hook(hooks_[i]);
+  for (size_t i = 0; i < hooks_.size(); ++i) {
+    params_[i].remove_hook(checks_[i]);
+    accumulators_[i]->del_post_hook(hooks_[i]);
+  }
 }
 
 namespace {
@@ -161,11 +168,13 @@ void GradReducer::prepare_for_backward(bool include_accumulated) {
   missing_.clear();
   for (const auto& b : buckets_) missing_.push_back(b.params.size());
   next_launch_ = 0;
+  // What a step that ended in an error left in flight writes into these buckets: wait for it.
+  for (auto& pending : pending_) pending.wait();
   pending_.clear();
   armed_ = true;
 }
 
-void GradReducer::on_accumulated(size_t param) {
+void GradReducer::check_backward(size_t param) const {
   if (!armed_) return;  // a backward outside training steps is not reduced
   if (torch::GradMode::is_enabled()) {
     throw core::Error(core::ErrorCode::kNotSupported,
@@ -181,6 +190,10 @@ void GradReducer::on_accumulated(size_t param) {
         "one backward per prepared forward; accumulate micro-batches with "
         "train.accumulate_grad_batches");
   }
+}
+
+void GradReducer::on_accumulated(size_t param) {
+  if (!armed_) return;
   ready_[param] = true;
   torch::NoGradGuard no_grad;
   // Autograd has added this backward's gradient to .grad (the slot itself, unless something made
@@ -217,7 +230,7 @@ void GradReducer::finish() {
       if (views_) {
         adopt_gradient(p, /*keep=*/include_accumulated_, /*slot_is_zero=*/false);
       } else if (include_accumulated_ && accumulated.defined()) {
-        grads_.slot(p).copy_(accumulated.reshape({-1}));
+        copy_into_slot(accumulated, grads_.slot(p));
       } else {
         grads_.slot(p).zero_();
       }

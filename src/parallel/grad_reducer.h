@@ -63,6 +63,8 @@ class GradReducer {
   double wait_seconds() const { return wait_seconds_; }
 
  private:
+  // Refuses, before autograd touches .grad, a backward that cannot be reduced.
+  void check_backward(size_t param) const;
   void on_accumulated(size_t param);
   // Makes `param`'s .grad its slot, keeping what .grad held when `keep` (else zero, which
   // `slot_is_zero` says it already is).
@@ -81,6 +83,7 @@ class GradReducer {
   // one would not have the hook) and the key of the hook on it.
   std::vector<core::compat::GradAccumulatorPtr> accumulators_;
   std::vector<uintptr_t> hooks_;
+  std::vector<unsigned> checks_;  // the tensor hooks of check_backward()
   // Per step: which parameters have their gradient in, how many each bucket still waits for,
   // the next bucket to launch and the reductions in flight.
   std::vector<bool> ready_;

@@ -130,6 +130,7 @@ TEST_CASE("each .grad is the reducer's bucket memory, through zero_grad, accumul
         high = std::max(high, at + static_cast<uintptr_t>(p.numel()) * 4);
       }
       RANK_CHECK(high - low <= static_cast<uintptr_t>(reducer.gradient_bytes()));
+      for (const auto& p : params) RANK_CHECK(p.grad().is_alias_of(params[0].grad()));
       for (size_t i = 0; i < params.size(); ++i) {
         // Each rank's accumulated 1x + 2x of its own gradient, averaged over the ranks.
         torch::Tensor mean_x2 = torch::zeros_like(params[i]);
@@ -139,7 +140,7 @@ TEST_CASE("each .grad is the reducer's bucket memory, through zero_grad, accumul
       }
       sgd.step();
     }
-    // A second backward in one prepared step is refused, not silently summed under a reduction.
+    // A second backward in one prepared step is refused before it adds into a bucket in flight.
     reducer.prepare_for_backward();
     loss_of(rank, 1.0).backward();
     std::string second;
