@@ -13,7 +13,12 @@
 # every side alike.
 #
 #   scripts/bench_peers.sh [--epochs E] [--repeats R] [--threads N] [--resnet-steps S]
-#                          [--resnet-batch B] [--out DIR]
+#                          [--resnet-batch B] [--sides A,B,...] [--out DIR]
+#
+# --sides: run only these sides (names as in the table's runs: dptrain, d2l, lightning,
+# torch-eager, torch-compile, dptrain-ddp, ddp-torch, ddp-lightning, dptrain-resnet,
+# resnet-torch-eager, resnet-torch-compile); keep dptrain (or dptrain-ddp, dptrain-resnet) among
+# them for the speed-ups.
 #
 # Defaults: 3 epochs a LeNet run, 3 repeats, 2 threads (the ddp runs: 2 ranks of 1), ResNet-18
 # 200 timed steps of batch 32. Prints the versions and a table of ms/epoch (the median of a run's
@@ -27,8 +32,8 @@
 # Lightning, d2l; about 5.5 GB from PyPI, once). Without PyPI it says so and stops.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-epochs=3 repeats=3 threads=2 resnet_steps=200 resnet_batch=32 out=""
-usage="usage: $0 [--epochs E] [--repeats R] [--threads N] [--resnet-steps S] [--resnet-batch B] [--out DIR]"
+epochs=3 repeats=3 threads=2 resnet_steps=200 resnet_batch=32 out="" only=""
+usage="usage: $0 [--epochs E] [--repeats R] [--threads N] [--resnet-steps S] [--resnet-batch B] [--sides A,B,...] [--out DIR]"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --epochs) epochs=$2; shift 2 ;;
@@ -36,6 +41,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --resnet-steps) resnet_steps=$2; shift 2 ;;
     --resnet-batch) resnet_batch=$2; shift 2 ;;
+    --sides) only=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -87,6 +93,13 @@ one_run() {
 }
 sides=(dptrain d2l lightning torch-eager torch-compile dptrain-ddp ddp-torch ddp-lightning
   dptrain-resnet resnet-torch-eager resnet-torch-compile)
+if [[ -n $only ]]; then
+  IFS=, read -r -a chosen <<<"$only"
+  for side in "${chosen[@]}"; do
+    [[ " ${sides[*]} " == *" $side "* ]] || { echo "bench_peers: no side '$side' (${sides[*]})" >&2; exit 2; }
+  done
+  sides=("${chosen[@]}")
+fi
 
 machine_line
 "$bin" info | grep -E '^(dptrain|libtorch)'
