@@ -21,6 +21,7 @@ enum class DistBackend { kAuto, kNccl, kGloo };
 enum class Monitor { kValLoss, kValAcc, kTestLoss, kTestAcc, kTrainLoss };
 enum class MonitorMode { kAuto, kMin, kMax };
 enum class Precision { kFp32, kFp16, kBf16 };
+enum class GradCompression { kNone, kFp16, kBf16, kPowerSgd };
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 enum class ProgressMode { kAuto, kOn, kOff };
 
@@ -82,6 +83,13 @@ template <>
 struct ChoiceNames<Precision> {
   static constexpr NameTable<Precision, 3> kNames{
       {{Precision::kFp32, "fp32"}, {Precision::kFp16, "fp16"}, {Precision::kBf16, "bf16"}}};
+};
+template <>
+struct ChoiceNames<GradCompression> {
+  static constexpr NameTable<GradCompression, 4> kNames{{{GradCompression::kNone, "none"},
+                                                         {GradCompression::kFp16, "fp16"},
+                                                         {GradCompression::kBf16, "bf16"},
+                                                         {GradCompression::kPowerSgd, "powersgd"}}};
 };
 template <>
 struct ChoiceNames<LogLevel> {

@@ -73,6 +73,16 @@ struct ParallelConfig {
   double timeout_s = 600;    // ddp: how long a rank waits for the others
   int64_t max_restarts = 0;  // ddp under dptrain's launcher: restarts after a rank fails
   int64_t zero_stage = 0;    // ddp: 1 shards the optimizer's state over the ranks, 2 gradients too
+  // ddp: how gradient buckets cross the network (DDP's communication hooks); see
+  // parallel/grad_compression.h.
+  GradCompression grad_compression = GradCompression::kNone;
+  int64_t powersgd_rank = 1;            // the rank of PowerSGD's low-rank approximation
+  int64_t powersgd_start_step = 100;    // plain all-reduces for the first N optimizer steps
+  double powersgd_min_compression = 2;  // a matrix is compressed only when this many times smaller
+  // ddp: after local_sgd_warmup_steps plain steps, each rank steps alone and the ranks average
+  // their parameters every local_sgd steps (post-local SGD); 0: every step all-reduces.
+  int64_t local_sgd = 0;
+  int64_t local_sgd_warmup_steps = 0;
 };
 
 struct EarlyStoppingConfig {

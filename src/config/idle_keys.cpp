@@ -29,8 +29,22 @@ std::vector<std::string> idle_key_warnings(const Config& config, const std::stri
     idle("parallel.bucket_mb", p.bucket_mb != defaults.bucket_mb);
     idle("parallel.timeout_s", p.timeout_s != defaults.timeout_s);
     idle("parallel.max_restarts", p.max_restarts != defaults.max_restarts);
+    idle("parallel.powersgd_rank", p.powersgd_rank != defaults.powersgd_rank);
     idle("model.sync_batchnorm", config.model.sync_batchnorm);  // dp refuses it (load.cpp)
     return warnings;
+  }
+  const bool powersgd_tuned = p.powersgd_rank != defaults.powersgd_rank ||
+                              p.powersgd_start_step != defaults.powersgd_start_step ||
+                              p.powersgd_min_compression != defaults.powersgd_min_compression;
+  if (powersgd_tuned && p.grad_compression != GradCompression::kPowerSgd) {
+    warnings.push_back(
+        "parallel.powersgd_* apply to parallel.grad_compression \"powersgd\", "
+        "and it is \"" +
+        std::string(name_of(p.grad_compression)) + "\": they are ignored");
+  }
+  if (p.local_sgd_warmup_steps != defaults.local_sgd_warmup_steps && p.local_sgd == 0) {
+    warnings.push_back(
+        "parallel.local_sgd_warmup_steps applies to parallel.local_sgd, which is 0: it is ignored");
   }
   if (p.max_restarts != defaults.max_restarts && launcher != "dptrain") {
     warnings.push_back(

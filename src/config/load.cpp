@@ -174,6 +174,45 @@ void check_scheduler(const Checker& check, const SchedulerConfig& s) {
   }
 }
 
+// Gradient compression and local SGD change how ddp's ranks exchange gradients: they need ddp,
+// and each refuses what it cannot serve (ZeRO stage 2's reduce-scatter, sharded optimizer state,
+// per-rank loss scaling), naming both keys.
+void check_slow_link_settings(const Checker& check, const Config& c) {
+  const ParallelConfig& p = c.parallel;
+  const bool compressed = p.grad_compression != GradCompression::kNone;
+  const char* key = compressed ? "parallel.grad_compression" : "parallel.local_sgd";
+  if (!compressed && p.local_sgd == 0) return;
+  if (p.backend != Backend::kDdp) {
+    check.fail(key,
+               "changes how ddp's ranks exchange gradients; parallel.backend is \"" +
+                   name_of(p.backend) + "\", which has no ranks to exchange them",
+               "use parallel.backend \"ddp\", or remove it");
+  }
+  if (compressed && p.local_sgd > 0) {
+    check.fail("parallel.local_sgd",
+               "and parallel.grad_compression \"" + name_of(p.grad_compression) +
+                   "\" both set: local SGD sends parameters, not gradient buckets",
+               "choose one: parallel.grad_compression \"none\", or parallel.local_sgd 0");
+  }
+  if (compressed && p.zero_stage == 2) {
+    check.fail(key,
+               "cannot compress parallel.zero_stage 2's gradients: they are reduce-scattered "
+               "into shards, not all-reduced in buckets",
+               "use parallel.zero_stage 1 (or 0) with compression");
+  }
+  if (p.local_sgd > 0 && p.zero_stage > 0) {
+    check.fail(key,
+               "keeps each rank's optimizer state whole and its own, which "
+               "parallel.zero_stage " +
+                   std::to_string(p.zero_stage) + " shards over the ranks",
+               "use parallel.zero_stage 0 with local SGD");
+  }
+  if (p.local_sgd > 0 && c.precision == Precision::kFp16) {
+    check.fail(key, "with precision \"fp16\": each rank would skip steps on its own loss scale",
+               "use precision \"bf16\" or \"fp32\" with local SGD");
+  }
+}
+
 // Every key through its declaration (type and range), then the checks that span several keys.
 Config from_tree(const json& tree, const KeySources& sources,
                  const std::vector<std::string>& model_names) {
@@ -181,6 +220,7 @@ Config from_tree(const json& tree, const KeySources& sources,
   Config c;
   for (const auto& key : schema()) key.set(tree.at(key_pointer(key.path)), c, check);
   check_devices(check, c.parallel);
+  check_slow_link_settings(check, c);
   if (c.model.sync_batchnorm && c.parallel.backend == Backend::kDp) {
     // As torch.nn.SyncBatchNorm, which works under DistributedDataParallel alone.
     check.fail("model.sync_batchnorm",

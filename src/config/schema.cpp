@@ -279,6 +279,24 @@ std::vector<KeySpec> train_and_parallel_keys() {
               "optimizer's state over the ranks (ZeRO stage 1), 2 the gradients too; see "
               "[Sharded training](zero.md)",
               /*max=*/2),
+      choice(KEY(parallel.grad_compression),
+             "ddp: how gradient buckets cross the network: `fp16`/`bf16` halve the bytes, "
+             "`powersgd` sends a low-rank approximation with error feedback; see [Slow "
+             "links](backends.md#training-over-slow-links)"),
+      integer(KEY(parallel.powersgd_rank), 1,
+              "powersgd: the rank of each matrix's approximation (PowerSGD's "
+              "`matrix_approximation_rank`)"),
+      integer(KEY(parallel.powersgd_start_step), 0,
+              "powersgd: plain all-reduces for this many optimizer steps first "
+              "(`start_powerSGD_iter`)"),
+      number(KEY(parallel.powersgd_min_compression), {1, true, std::nullopt, "PyTorch's is 2"},
+             "powersgd: a matrix is compressed only where that makes it this many times smaller; "
+             "the rest are all-reduced whole"),
+      integer(KEY(parallel.local_sgd), 0,
+              "ddp: post-local SGD: each rank steps on its own gradients and the ranks average "
+              "their parameters every N optimizer steps (and before each evaluation); 0: off"),
+      integer(KEY(parallel.local_sgd_warmup_steps), 0,
+              "local_sgd: plain ddp steps before the local ones begin (`start_localSGD_iter`)"),
   };
 }
 

@@ -288,6 +288,7 @@ Communicator::Pending Communicator::all_reduce_async(const torch::Tensor& tensor
   try {
     auto work = group_->collectives->allreduce(tensors, c10d::AllreduceOptions());
     ++all_reduces_launched_;
+    payload_bytes_ += static_cast<int64_t>(tensor.nbytes());
     return Pending(std::move(work), this, what);
   } catch (const std::exception& e) {
     fail(what, e);
@@ -304,6 +305,7 @@ void Communicator::broadcast(const torch::Tensor& tensor, int root, const std::s
   options.rootRank = root;
   try {
     const core::CollectiveWait waiting(what);
+    payload_bytes_ += static_cast<int64_t>(tensor.nbytes());
     group_->collectives->broadcast(tensors, options)->wait();
   } catch (const std::exception& e) {
     fail(what, e);
@@ -312,19 +314,27 @@ void Communicator::broadcast(const torch::Tensor& tensor, int root, const std::s
 
 void Communicator::all_gather(const torch::Tensor& flat, const torch::Tensor& shard,
                               const std::string& what) {
+  all_gather_async(flat, shard, what).wait();
+}
+
+Communicator::Pending Communicator::all_gather_async(const torch::Tensor& flat,
+                                                     const torch::Tensor& shard,
+                                                     const std::string& what) {
   std::vector<torch::Tensor> inputs = {shard};
   try {
-    const core::CollectiveWait waiting(what);
+    c10::intrusive_ptr<c10d::Work> work;
     if (transport_ == Transport::kNccl) {
       torch::Tensor output = flat;
-      group_->collectives->_allgather_base(output, inputs[0])->wait();
+      work = group_->collectives->_allgather_base(output, inputs[0]);
     } else {
       std::vector<std::vector<torch::Tensor>> outputs(1);
       for (int r = 0; r < world_size_; ++r) {
         outputs[0].push_back(flat.narrow(0, r * shard.numel(), shard.numel()));
       }
-      group_->collectives->allgather(outputs, inputs)->wait();
+      work = group_->collectives->allgather(outputs, inputs);
     }
+    payload_bytes_ += static_cast<int64_t>(shard.nbytes());
+    return Pending(std::move(work), this, what);
   } catch (const std::exception& e) {
     fail(what, e);
   }
@@ -342,6 +352,7 @@ Communicator::Pending Communicator::reduce_scatter_async(const torch::Tensor& sh
     torch::Tensor output = shard;
     torch::Tensor input = flat;
     auto work = group_->collectives->_reduce_scatter_base(output, input);
+    payload_bytes_ += static_cast<int64_t>(flat.nbytes());
     return Pending(std::move(work), this, what);
   } catch (const std::exception& e) {
     fail(what, e);

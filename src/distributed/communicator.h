@@ -80,6 +80,8 @@ class Communicator {
   // NCCL gathers straight into `flat`; Gloo, which has no flat all-gather in LibTorch 1.13, into
   // views of its equal chunks. Chosen by transport, never by catching a failed collective.
   void all_gather(const torch::Tensor& flat, const torch::Tensor& shard, const std::string& what);
+  Pending all_gather_async(const torch::Tensor& flat, const torch::Tensor& shard,
+                           const std::string& what);
   // NCCL only: `shard` becomes chunk rank() of the sum over the ranks of `flat` (world_size() *
   // shard.numel() elements). Gloo callers all-reduce and keep their chunk instead.
   Pending reduce_scatter_async(const torch::Tensor& shard, const torch::Tensor& flat,
@@ -89,6 +91,11 @@ class Communicator {
 
   // How many all-reduces this rank has launched: tests count them against the buckets.
   int64_t all_reduces_launched() const { return all_reduces_launched_; }
+  // The bytes of the tensors this rank has handed to collectives since it joined: an all-reduce's
+  // or a broadcast's tensor, an all-gather's shard, a reduce-scatter's input. What crosses the
+  // network follows from it: a ring all-reduce sends 2(W-1)/W of its tensor, an all-gather W-1
+  // times its shard.
+  int64_t payload_bytes() const { return payload_bytes_; }
 
   // Rethrows a failure inside a collective as a dptrain error naming this rank, `what`, and the
   // ranks that stopped beating (or the store that stopped answering), with their nodes and
@@ -110,6 +117,7 @@ class Communicator {
   Transport transport_;
   std::unique_ptr<Group> group_;
   int64_t all_reduces_launched_ = 0;
+  int64_t payload_bytes_ = 0;
   // Communicator::join's: stopped before the store it talks to.
   std::unique_ptr<Heartbeat> heartbeat_;
   int ranks_per_node_ = 1;   // a rank's node when it never said: rank / ranks_per_node_

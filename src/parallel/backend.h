@@ -89,6 +89,28 @@ class Backend {
   }
   // Seconds spent so far waiting for gradient communication that backward did not hide.
   virtual double communication_wait_seconds() const { return 0; }
+  // The bytes this rank has handed to collectives so far (distributed::Communicator's count).
+  virtual int64_t communication_bytes() const { return 0; }
+
+  // The optimizer steps the run has taken when it starts training (0, or a checkpoint's count), and
+  // after each step, counting it: ddp's PowerSGD counts its warm-up in them, and local SGD averages
+  // the ranks' parameters when one ends a period.
+  virtual void start_at_step(int64_t /*steps_taken*/) {}
+  virtual void after_optimizer_step(int64_t /*steps_taken*/) {}
+
+  // What differs between the ranks and an exact resume needs of each (local SGD's parameters and
+  // optimizer state between averagings, PowerSGD's error feedback): every rank's, one row each of
+  // a [world size, n] CPU tensor, on every rank (a collective every rank calls); undefined where
+  // the ranks hold the same.
+  virtual torch::Tensor gather_rank_states(torch::optim::Optimizer& /*optimizer*/) { return {}; }
+  // n for a checkpoint whose optimizer state (the one every rank applies first) is `optimizer`; 0:
+  // none expected.
+  virtual int64_t rank_state_numel(const optim::StateList& /*optimizer*/) { return 0; }
+  // The most bytes a checkpoint's rank states can justify, before it is read.
+  virtual uint64_t rank_state_bytes_bound() { return 0; }
+  // Puts this rank's row (after the checkpoint's optimizer state is applied).
+  virtual void load_rank_state(torch::optim::Optimizer& /*optimizer*/,
+                               const torch::Tensor& /*row*/) {}
   // The bytes of gradient storage this rank holds between steps: .grad, ddp's flat gradients, a
   // shard's.
   virtual int64_t gradient_bytes();

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/error.h"
+
 #include "parallel/buffers.h"
 #include "parallel/zero_optimizer.h"
 
@@ -10,7 +12,8 @@ namespace dptrain::parallel {
 DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
                                                  std::unique_ptr<distributed::Communicator> comm,
                                                  int64_t bucket_bytes, int zero_stage,
-                                                 bool sync_batchnorm)
+                                                 bool sync_batchnorm,
+                                                 const ExchangeOptions& exchange)
     : model_(std::move(model)), device_(device), comm_(std::move(comm)) {
   model_.ptr()->to(device_);
   buffers_ = model_.ptr()->buffers();
@@ -27,7 +30,17 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, tor
         std::make_unique<ZeroShard>(model_.ptr()->parameters(), *comm_, zero_stage, bucket_bytes);
   }
   reducer_ = std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes,
-                                           choose_grad_route(zero_.get()));
+                                           choose_grad_route(zero_.get()), exchange.compression);
+  if (exchange.local_sgd > 0) {
+    if (zero_) {
+      throw core::Error(core::ErrorCode::kConfig,
+                        "parallel.local_sgd: ZeRO shards the optimizer state that local SGD keeps "
+                        "whole on each rank",
+                        "use parallel.zero_stage 0 with local SGD");
+    }
+    local_sgd_ = std::make_unique<LocalSgd>(exchange.local_sgd, exchange.local_sgd_warmup_steps,
+                                            model_.ptr()->parameters(), *comm_);
+  }
   for (const auto& name : comm_->all_gather_text("devices", device_.str())) {
     all_devices_.emplace_back(name);
   }
@@ -96,12 +109,19 @@ void DistributedDataParallel::broadcast_buffers() {
 void DistributedDataParallel::set_training(bool training) {
   // Here rather than at the first evaluation forward: every rank switches, while a rank's shard of
   // the test set may hold fewer batches than another's, or none.
+  if (!training && local_sgd_) local_sgd_->average_if_diverged();
   if (!training && buffers_stale_) broadcast_buffers();
   training_ = training;
   model_.ptr()->train(training);
 }
 
 torch::Tensor DistributedDataParallel::forward(const torch::Tensor& input) {
+  // A local SGD step: no all-reduce, and rank 0's buffers wait for the next averaging.
+  const bool local = training_ && local_sgd_ && local_sgd_->local_step(steps_taken_);
+  if (local) {
+    buffers_stale_ = !buffers_.empty() && comm_->world_size() > 1;
+    return model_.forward(input);
+  }
   if (training_ && torch::GradMode::is_enabled()) {
     if (sync_) {
       reducer_->prepare_for_backward(/*include_accumulated=*/unsynced_gradients_);
@@ -129,6 +149,61 @@ void DistributedDataParallel::all_reduce_sum(std::vector<double>& values) {
   comm_->all_reduce(t, "the all-reduce of the epoch's sums");
   t = t.cpu();
   for (size_t i = 0; i < values.size(); ++i) values[i] = t[static_cast<int64_t>(i)].item<double>();
+}
+
+}  // namespace dptrain::parallel
+
+namespace dptrain::parallel {
+
+void DistributedDataParallel::start_at_step(int64_t steps_taken) {
+  steps_taken_ = steps_taken;
+  reducer_->set_reduced_steps(steps_taken);
+  if (local_sgd_) local_sgd_->start_at(steps_taken);
+}
+
+void DistributedDataParallel::after_optimizer_step(int64_t steps_taken) {
+  steps_taken_ = steps_taken;
+  if (!local_sgd_) return;
+  local_sgd_->after_step(steps_taken);
+  // Averaged parameters start from rank 0's buffers, as a ddp step would.
+  if (buffers_stale_ && !local_sgd_->diverged()) broadcast_buffers();
+}
+
+torch::Tensor DistributedDataParallel::gather_rank_states(torch::optim::Optimizer& optimizer) {
+  const torch::Tensor mine =
+      local_sgd_ ? local_sgd_->state(optimizer) : reducer_->compression_state();
+  if (!mine.defined()) return {};
+  const torch::Tensor row = mine.to(device_).contiguous();
+  torch::Tensor all = torch::empty({comm_->world_size() * row.numel()}, row.options());
+  comm_->all_gather(all, row, "the all-gather of every rank's state for a checkpoint");
+  return all.view({comm_->world_size(), row.numel()}).cpu();
+}
+
+int64_t DistributedDataParallel::rank_state_numel(const optim::StateList& optimizer) {
+  if (local_sgd_) return local_sgd_->state_numel(optimizer);
+  const torch::Tensor state = reducer_->compression_state();
+  return state.defined() ? state.numel() : 0;
+}
+
+uint64_t DistributedDataParallel::rank_state_bytes_bound() {
+  // Local SGD: the parameters and at most two state tensors each (Adam's moments).
+  int64_t numel = 0;
+  if (local_sgd_) {
+    for (const auto& p : parameters()) numel += 3 * p.numel();
+  } else if (const torch::Tensor state = reducer_->compression_state(); state.defined()) {
+    numel = state.numel();
+  }
+  return static_cast<uint64_t>(numel) * 8 * static_cast<uint64_t>(comm_->world_size());
+}
+
+void DistributedDataParallel::load_rank_state(torch::optim::Optimizer& optimizer,
+                                              const torch::Tensor& row) {
+  torch::NoGradGuard no_grad;
+  if (local_sgd_) {
+    local_sgd_->load_state(optimizer, row.to(device_));
+  } else if (torch::Tensor state = reducer_->compression_state(); state.defined()) {
+    state.copy_(row);
+  }
 }
 
 }  // namespace dptrain::parallel

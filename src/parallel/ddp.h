@@ -5,6 +5,8 @@
 // Buffers follow DistributedDataParallel(broadcast_buffers=True): see buffers.h.
 // With parallel.zero_stage 1 or 2 a ZeroShard splits the optimizer's state (and at stage 2 the
 // gradients) over the ranks; the trainer sees the same interface.
+// For slow links, parallel.grad_compression compresses each bucket (grad_compression.h), and
+// parallel.local_sgd lets each rank step alone between averagings of the parameters (local_sgd.h).
 #pragma once
 
 #include <memory>
@@ -12,9 +14,18 @@
 #include "distributed/communicator.h"
 #include "parallel/backend.h"
 #include "parallel/grad_reducer.h"
+#include "parallel/local_sgd.h"
 #include "parallel/zero_shard.h"
 
 namespace dptrain::parallel {
+
+// How the ranks exchange what they learn, where the link is slow (parallel.grad_compression,
+// parallel.local_sgd*): all-reduced whole gradients by default.
+struct ExchangeOptions {
+  CompressionSpec compression;
+  int64_t local_sgd = 0;  // the averaging period; 0: none
+  int64_t local_sgd_warmup_steps = 0;
+};
 
 class DistributedDataParallel : public Backend {
  public:
@@ -23,7 +34,8 @@ class DistributedDataParallel : public Backend {
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
   DistributedDataParallel(torch::nn::AnyModule model, torch::Device device,
                           std::unique_ptr<distributed::Communicator> comm, int64_t bucket_bytes,
-                          int zero_stage = 0, bool sync_batchnorm = false);
+                          int zero_stage = 0, bool sync_batchnorm = false,
+                          const ExchangeOptions& exchange = {});
 
   std::string name() const override { return "ddp"; }
   std::vector<torch::Device> devices() const override { return all_devices_; }
@@ -51,6 +63,13 @@ class DistributedDataParallel : public Backend {
     return comm_->all_gather_text(key, mine);
   }
   double communication_wait_seconds() const override { return reducer_->wait_seconds(); }
+  int64_t communication_bytes() const override { return comm_->payload_bytes(); }
+  void start_at_step(int64_t steps_taken) override;
+  void after_optimizer_step(int64_t steps_taken) override;
+  torch::Tensor gather_rank_states(torch::optim::Optimizer& optimizer) override;
+  int64_t rank_state_numel(const optim::StateList& optimizer) override;
+  uint64_t rank_state_bytes_bound() override;
+  void load_rank_state(torch::optim::Optimizer& optimizer, const torch::Tensor& row) override;
   int64_t gradient_bytes() override;
 
  private:
@@ -62,6 +81,7 @@ class DistributedDataParallel : public Backend {
   std::unique_ptr<distributed::Communicator> comm_;
   std::unique_ptr<ZeroShard> zero_;  // zero_stage 1 and 2 only
   std::unique_ptr<GradReducer> reducer_;
+  std::unique_ptr<LocalSgd> local_sgd_;  // parallel.local_sgd > 0 only
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Device> all_devices_;
   // Whether the buffers may differ between the ranks since the last broadcast.
@@ -70,6 +90,7 @@ class DistributedDataParallel : public Backend {
   bool sync_ = true;
   // Whether .grad holds micro-batches' gradients that no all-reduce has taken in yet.
   bool unsynced_gradients_ = false;
+  int64_t steps_taken_ = 0;  // optimizer steps, as the trainer counts them
 };
 
 }  // namespace dptrain::parallel

@@ -45,9 +45,22 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
                  config.zero_stage, config.zero_stage >= 2 ? " and the gradients" : "",
                  rank.world_size);
   }
+  ExchangeOptions exchange;
+  exchange.compression = {config.grad_compression, config.powersgd_rank, config.powersgd_start_step,
+                          config.powersgd_min_compression};
+  exchange.local_sgd = config.local_sgd;
+  exchange.local_sgd_warmup_steps = config.local_sgd_warmup_steps;
+  if (config.grad_compression != config::GradCompression::kNone) {
+    spdlog::info("ddp: gradient buckets cross as {}", config::name_of(config.grad_compression));
+  }
+  if (config.local_sgd > 0) {
+    spdlog::info(
+        "ddp: local SGD: ranks average their parameters every {} steps after {} plain ones",
+        config.local_sgd, config.local_sgd_warmup_steps);
+  }
   return std::make_unique<DistributedDataParallel>(
       std::move(model), device, std::move(comm), bucket_bytes, static_cast<int>(config.zero_stage),
-      sync_batchnorm);
+      sync_batchnorm, exchange);
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ std::vector<size_t> bucket_order(const std::vector<torch::Tensor>& params, int64
 }
 
 GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
-                         int64_t bucket_bytes, std::unique_ptr<GradRoute> route)
+                         int64_t bucket_bytes, std::unique_ptr<GradRoute> route,
+                         const CompressionSpec& compression)
     : comm_(comm), route_(std::move(route)) {
   if (route_->one_padded_bucket()) bucket_bytes = std::numeric_limits<int64_t>::max();
   for (auto& p : params) {
@@ -79,6 +80,7 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
     buckets_.push_back(std::move(bucket));
   }
   if (route_->one_padded_bucket()) buckets_.front().numel = grads_.layout().padded_numel();
+  compress(compression);
   views_ = route_->keeps_flat_gradients();
   // After accumulation rather than on the incoming gradient: .grad then holds this backward's sum,
   // in the slot itself where it is a view.
@@ -97,6 +99,27 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, distributed::Communi
             })));
   }
   ready_.assign(params_.size(), false);
+}
+
+void GradReducer::compress(const CompressionSpec& spec) {
+  if (spec.kind == config::GradCompression::kNone) return;
+  if (route_->one_padded_bucket()) {
+    throw core::Error(core::ErrorCode::kNotSupported,
+                      "parallel.grad_compression: ZeRO stage 2's gradients are reduce-scattered "
+                      "into shards, which compression does not serve",
+                      "use parallel.zero_stage 1 or 0 with compression");
+  }
+  std::vector<BucketShape> shapes;
+  for (const auto& bucket : buckets_) {
+    BucketShape shape;
+    shape.numel = bucket.numel;
+    for (const size_t i : bucket.params) {
+      shape.members.push_back({grads_.layout().offset(i) - bucket.begin, params_[i].sizes().vec()});
+    }
+    shapes.push_back(std::move(shape));
+  }
+  compression_ = make_compression(spec, shapes, params_.front().options().requires_grad(false),
+                                  comm_.transport());
 }
 
 GradReducer::~GradReducer() {
@@ -169,8 +192,8 @@ void GradReducer::prepare_for_backward(bool include_accumulated) {
   for (const auto& b : buckets_) missing_.push_back(b.params.size());
   next_launch_ = 0;
   // What a step that ended in an error left in flight writes into these buckets: wait for it.
-  for (auto& pending : pending_) pending.wait();
-  pending_.clear();
+  for (auto& reduction : in_flight_) reduction->abandon();
+  in_flight_.clear();
   armed_ = true;
 }
 
@@ -214,7 +237,11 @@ void GradReducer::launch(size_t b) {
   const torch::Tensor bucket = grads_.range(buckets_[b].begin, buckets_[b].numel);
   // Averaging before the sum, as DDP does, keeps low-precision gradients from overflowing.
   bucket.div_(comm_.world_size());
-  pending_.push_back(route_->reduce(comm_, bucket, b));
+  if (compression_) {
+    in_flight_.push_back(compression_->start(comm_, bucket, b, reduced_steps_));
+  } else {
+    in_flight_.push_back(std::make_unique<PendingReduction>(route_->reduce(comm_, bucket, b)));
+  }
 }
 
 void GradReducer::finish() {
@@ -239,9 +266,12 @@ void GradReducer::finish() {
   }
   launch_ready_buckets();
   core::Stopwatch waiting;
-  for (auto& pending : pending_) pending.wait();
+  // In index order, as launched: PowerSGD's second collectives then follow the same order on every
+  // rank.
+  for (auto& reduction : in_flight_) reduction->finish();
   wait_seconds_ += waiting.seconds();
-  pending_.clear();
+  in_flight_.clear();
+  ++reduced_steps_;
   route_->deliver(grads_, params_);
   if (!route_->keeps_flat_gradients()) grads_.release();
 }

@@ -13,6 +13,8 @@
 // Gradient accumulation (DDP's no_sync): backwards outside prepare_for_backward() add into .grad
 // unreduced; the next reduced backward adds its own gradient to it (autograd's sum, .grad + new),
 // and the sum is reduced in one go.
+// A GradCompression (parallel.grad_compression) may carry each bucket instead of the route's
+// all-reduce: see grad_compression.h.
 #pragma once
 
 #include <torch/torch.h>
@@ -24,6 +26,7 @@
 #include "core/torch_compat.h"
 #include "distributed/communicator.h"
 #include "parallel/flat_buffer.h"
+#include "parallel/grad_compression.h"
 #include "parallel/grad_route.h"
 
 namespace dptrain::parallel {
@@ -39,7 +42,8 @@ class GradReducer {
   // Registers a hook on every parameter that requires a gradient; the reducer must outlive the
   // parameters' backward passes (its destructor removes the hooks).
   GradReducer(std::vector<torch::Tensor> params, distributed::Communicator& comm,
-              int64_t bucket_bytes, std::unique_ptr<GradRoute> route = all_reduce_into_grad());
+              int64_t bucket_bytes, std::unique_ptr<GradRoute> route = all_reduce_into_grad(),
+              const CompressionSpec& compression = {});
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -61,6 +65,14 @@ class GradReducer {
   // Seconds finish() has spent waiting for all-reduces since construction: the part of
   // communication that backward did not hide.
   double wait_seconds() const { return wait_seconds_; }
+  // The optimizer steps reduced so far, which PowerSGD's warm-up counts: set by a resumed run.
+  int64_t reduced_steps() const { return reduced_steps_; }
+  void set_reduced_steps(int64_t steps) { reduced_steps_ = steps; }
+  // The compression's per-rank state (grad_compression.h); undefined without one or where it has
+  // none.
+  torch::Tensor compression_state() const {
+    return compression_ ? compression_->state() : torch::Tensor();
+  }
 
  private:
   // Refuses, before autograd touches .grad, a backward that cannot be reduced.
@@ -71,10 +83,12 @@ class GradReducer {
   void adopt_gradient(size_t param, bool keep, bool slot_is_zero);
   void launch_ready_buckets();
   void launch(size_t bucket);
+  void compress(const CompressionSpec& spec);
 
   std::vector<torch::Tensor> params_;
   distributed::Communicator& comm_;
   std::unique_ptr<GradRoute> route_;
+  std::unique_ptr<GradCompression> compression_;  // nullptr: the route's collective
   FlatBuffer grads_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket
@@ -89,10 +103,11 @@ class GradReducer {
   std::vector<bool> ready_;
   std::vector<size_t> missing_;
   size_t next_launch_ = 0;
-  std::vector<distributed::Communicator::Pending> pending_;
+  std::vector<std::unique_ptr<InFlight>> in_flight_;
   bool armed_ = false;
   bool include_accumulated_ = false;
   double wait_seconds_ = 0;
+  int64_t reduced_steps_ = 0;
 };
 
 // How parameters of these sizes (in bytes, in registration order) fall into buckets of at most

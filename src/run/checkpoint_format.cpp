@@ -414,6 +414,9 @@ void write_checkpoint_file(const std::filesystem::path& path, const config::Conf
       entry("optimizer", optim::state_value(config.optimizer.name, contents.optimizer)),
       entry("cpu_rng", serialize::tensor(contents.cpu_rng)),
   });
+  if (contents.rank_states.defined()) {
+    root->entries.emplace_back(entry("rank_states", serialize::tensor(contents.rank_states)));
+  }
   core::write_file_atomic(path, serialize::encode_torch_file(*root));
 }
 
@@ -460,7 +463,51 @@ auto from_record(const std::filesystem::path& path, Read read) {
   }
 }
 
+// The checkpoint's rank_states as `ranks` wants them: undefined where it holds none or none are
+// wanted (then said); a 2-D float tensor of the wanted width in the parameters' dtype, else damage.
+// The count of rows is check_rank_count()'s, a config error rather than damage.
+torch::Tensor rank_states_in(const Value& root, const RankStateSpec& ranks,
+                             const optim::StateList& optimizer,
+                             const std::vector<torch::Tensor>& parameters) {
+  const Value* found = serialize::find(root, "rank_states");
+  if (found == nullptr) return {};  // the ranks agreed: each goes on from rank 0's
+  const int64_t width = ranks.numel ? ranks.numel(optimizer) : 0;
+  if (width == 0) {
+    spdlog::warn(
+        "the checkpoint holds each rank's own state (local SGD or PowerSGD), which this run does "
+        "not use: every rank goes on from rank 0's");
+    return {};
+  }
+  const torch::Tensor states = serialize::as_tensor(*found, "the checkpoint's rank_states");
+  if (states.dim() != 2 || states.size(1) != width || !states.is_floating_point()) {
+    throw std::runtime_error("its rank_states are " + shape_of(states) + " " +
+                             std::string(c10::toString(states.scalar_type())) +
+                             ", not floats of [ranks, " + std::to_string(width) + "]");
+  }
+  return states.to(parameters.front().scalar_type());
+}
+
+void check_rank_count(const std::filesystem::path& path, const torch::Tensor& states,
+                      const RankStateSpec& ranks) {
+  if (!states.defined() || states.size(0) == ranks.world) return;
+  throw Error(ErrorCode::kConfig,
+              path.string() + ": the checkpoint holds the own state of " +
+                  std::to_string(states.size(0)) + " ranks (local SGD or PowerSGD), and this job " +
+                  "has " + std::to_string(ranks.world),
+              "resume on " + std::to_string(states.size(0)) +
+                  " ranks, or from a checkpoint of an epoch's end under plain ddp");
+}
+
 }  // namespace
+
+serialize::DecodeLimits checkpoint_limits(const std::vector<torch::Tensor>& state,
+                                          const RankStateSpec& ranks) {
+  serialize::DecodeLimits limits = model::decode_limits(state);
+  limits.tensors += 1;
+  limits.dimensions += 2;
+  limits.storage_bytes += ranks.bytes_bound;
+  return limits;
+}
 
 std::string checkpoint_run_id(const std::filesystem::path& path) {
   return from_record(path, [](const json& r) { return r.at("run_id").get<std::string>(); });
@@ -476,12 +523,13 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
                                         const std::shared_ptr<const core::ReadOnlyFile>& file,
                                         const config::Config& config,
                                         const std::vector<torch::Tensor>& parameters,
-                                        const std::vector<torch::Tensor>& buffers) {
+                                        const std::vector<torch::Tensor>& buffers,
+                                        const RankStateSpec& ranks) {
   std::vector<torch::Tensor> state = parameters;  // the model's, in model.pt's order
   state.insert(state.end(), buffers.begin(), buffers.end());
   CheckpointContents contents;
   contents.point = checked_resume_point(path, *file, config, parameters);
-  const Opened opened = open_checkpoint(path, *file, model::decode_limits(state));
+  const Opened opened = open_checkpoint(path, *file, checkpoint_limits(state, ranks));
   const Value& root = *opened.root;
   // Every tensor, and the optimizer's state, checked before the caller applies any of them.
   try {
@@ -498,10 +546,12 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
     contents.optimizer = optim::parse_state(serialize::at(root, "optimizer", "the checkpoint"),
                                             config.optimizer.name, parameters);
     contents.cpu_rng = generator_state(root);
+    contents.rank_states = rank_states_in(root, ranks, contents.optimizer, parameters);
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
                 kDamagedHint);
   }
+  check_rank_count(path, contents.rank_states, ranks);
   return contents;
 }
 

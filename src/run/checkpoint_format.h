@@ -8,7 +8,10 @@
 // `torch.load(path, weights_only=True)`:
 //   {"dptrain_checkpoint": 4, "record": <JSON text>, "parameters": [T, ...], "buffers": [T, ...],
 //    "best_weights": [T, ...] (parameters, then buffers), "optimizer": <optimizer.state_dict()
-//    layout>, "cpu_rng": T}
+//    layout>, "cpu_rng": T, and where the ranks differ "rank_states": T [ranks, n]}
+// "parameters" and "optimizer" are rank 0's; "rank_states" holds what each rank keeps of its own
+// under local SGD or PowerSGD (parallel::Backend::gather_rank_states), which it takes back on
+// resume.
 // Formats 1 and 2 were TorchScript archives, which can carry code: they are refused, unread.
 // Format 3 (without a run id) is refused too, with the hint to finish it with its own version.
 //
@@ -19,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,7 +43,20 @@ struct CheckpointContents {
   std::vector<torch::Tensor> buffers;
   optim::StateList optimizer;  // the whole state, one entry per parameter
   torch::Tensor cpu_rng;       // the CPU generator's state
+  torch::Tensor rank_states;   // [ranks, n] where the ranks differ; undefined where they agree
 };
+
+// What a resumed job wants of a checkpoint's rank_states: `world` rows of `numel(optimizer)`
+// values, `optimizer` being the checkpoint's own state; numel 0 (or no function): none, and a
+// checkpoint's are left aside with a warning. `bytes_bound`: the most bytes they can justify.
+struct RankStateSpec {
+  int world = 1;
+  std::function<int64_t(const optim::StateList&)> numel;
+  uint64_t bytes_bound = 0;
+};
+// The decoder's bounds for a checkpoint of a model with `state` tensors and rank states of `ranks`.
+serialize::DecodeLimits checkpoint_limits(const std::vector<torch::Tensor>& state,
+                                          const RankStateSpec& ranks);
 
 // Writes `contents` to `path` atomically, as a checkpoint of `config`'s run (its model, resolved
 // config and this process's thread count go into the record).
@@ -56,7 +73,8 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
                                         const std::shared_ptr<const core::ReadOnlyFile>& file,
                                         const config::Config& config,
                                         const std::vector<torch::Tensor>& parameters,
-                                        const std::vector<torch::Tensor>& buffers);
+                                        const std::vector<torch::Tensor>& buffers,
+                                        const RankStateSpec& ranks = {});
 
 // The run a checkpoint belongs to; an I/O error naming `path` when it is no readable checkpoint.
 std::string checkpoint_run_id(const std::filesystem::path& path);

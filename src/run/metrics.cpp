@@ -18,6 +18,8 @@ nlohmann::json to_json(const EpochMetrics& m) {
                       {"train_sec", m.train_sec},
                       {"eval_sec", m.eval_sec},
                       {"comm_wait_sec", m.comm_wait_sec},
+                      {"comm_bytes", m.comm_bytes},
+                      {"comm_bytes_per_step", m.comm_bytes_per_step},
                       {"train_samples", m.train_samples},
                       {"batches", m.batches},
                       {"global_step", m.global_step},
@@ -63,6 +65,8 @@ EpochMetrics epoch_metrics_from_json(const nlohmann::json& j) {
   m.train_sec = number(j, "train_sec");
   m.eval_sec = number(j, "eval_sec");
   m.comm_wait_sec = number(j, "comm_wait_sec");
+  m.comm_bytes = config::integer_at(j, "comm_bytes", 0);  // absent before they were counted
+  m.comm_bytes_per_step = j.value("comm_bytes_per_step", 0.0);
   m.train_samples = config::integer_at(j, "train_samples");
   m.batches = config::integer_at(j, "batches");
   m.global_step = config::integer_at(j, "global_step", 0);  // absent before gradient accumulation

@@ -24,6 +24,10 @@ struct EpochMetrics {
   double train_sec = 0;  // the training pass alone, as d2l's timer measures it
   double eval_sec = 0;
   double comm_wait_sec = 0;  // ddp: waiting for gradient all-reduces that backward did not hide
+  // ddp: the bytes rank 0 handed to collectives in the training pass (gradient buckets, local
+  // SGD's averagings, the epoch's sums; see Communicator::payload_bytes), and per optimizer step.
+  int64_t comm_bytes = 0;
+  double comm_bytes_per_step = 0;
   int64_t train_samples = 0;
   int64_t batches = 0;        // batches trained on (micro-batches, with accumulation)
   int64_t global_step = 0;    // optimizer steps since the run began, at the epoch's end

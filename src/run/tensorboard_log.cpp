@@ -169,6 +169,7 @@ void TensorBoardLog::write_epoch(const EpochMetrics& m) {
   v.push_back({"speed/sec_per_epoch", static_cast<float>(m.train_sec)});
   v.push_back({"speed/samples_per_sec", static_cast<float>(m.samples_per_sec())});
   v.push_back({"speed/comm_wait_sec", static_cast<float>(m.comm_wait_sec)});
+  v.push_back({"speed/comm_bytes_per_step", static_cast<float>(m.comm_bytes_per_step)});
   const auto per_rank = [&](const std::string& what, const std::vector<int64_t>& bytes) {
     for (size_t r = 0; r < bytes.size(); ++r) {
       v.push_back({"memory/" + what + "/rank" + std::to_string(r), static_cast<float>(bytes[r])});

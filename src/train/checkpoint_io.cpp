@@ -17,6 +17,7 @@ run::CheckpointContents gather_checkpoint(const run::ResumePoint& point, paralle
   contents.parameters = backend.parameters();
   contents.buffers = backend.buffers();
   contents.cpu_rng = at::detail::getDefaultCPUGenerator().get_state();
+  contents.rank_states = backend.gather_rank_states(optimizer);  // a collective where defined
   return contents;
 }
 
@@ -36,7 +37,21 @@ run::ResumePoint apply_checkpoint(run::CheckpointContents contents,
   std::vector<torch::Tensor> state = std::move(contents.parameters);
   state.insert(state.end(), contents.buffers.begin(), contents.buffers.end());
   copy_into_model(backend, state);
+  // Over rank 0's parameters and optimizer state, laid out as every rank's.
+  if (contents.rank_states.defined()) {
+    backend.load_rank_state(optimizer, contents.rank_states[backend.rank()]);
+  }
   return std::move(contents.point);
+}
+
+run::RankStateSpec rank_state_spec(parallel::Backend& backend) {
+  run::RankStateSpec spec;
+  spec.world = backend.world_size();
+  spec.numel = [&backend](const optim::StateList& optimizer) {
+    return backend.rank_state_numel(optimizer);
+  };
+  spec.bytes_bound = backend.rank_state_bytes_bound();
+  return spec;
 }
 
 void save_checkpoint(const std::filesystem::path& path, const config::Config& config,
@@ -56,8 +71,8 @@ run::ResumePoint load_checkpoint(const std::filesystem::path& path,
                                  const std::shared_ptr<const core::ReadOnlyFile>& file,
                                  const config::Config& config, parallel::Backend& backend,
                                  torch::optim::Optimizer& optimizer) {
-  run::CheckpointContents contents =
-      run::read_checkpoint_file(path, file, config, backend.parameters(), backend.buffers());
+  run::CheckpointContents contents = run::read_checkpoint_file(
+      path, file, config, backend.parameters(), backend.buffers(), rank_state_spec(backend));
   return apply_checkpoint(std::move(contents), path, backend, optimizer);
 }
 

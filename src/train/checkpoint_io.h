@@ -27,6 +27,9 @@ run::ResumePoint apply_checkpoint(run::CheckpointContents contents,
                                   const std::filesystem::path& path, parallel::Backend& backend,
                                   torch::optim::Optimizer& optimizer);
 
+// What `backend` wants of a checkpoint's rank states (run/checkpoint_format.h).
+run::RankStateSpec rank_state_spec(parallel::Backend& backend);
+
 // gather_checkpoint, then rank 0 writes it (atomically) to `path`. Every rank calls it.
 void save_checkpoint(const std::filesystem::path& path, const config::Config& config,
                      const run::ResumePoint& point, parallel::Backend& backend,

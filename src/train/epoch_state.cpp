@@ -12,8 +12,12 @@ constexpr int64_t kPreemptionPollSteps = 16;
 
 }  // namespace
 
-EpochState::EpochState(int64_t epoch, parallel::Backend& backend, const run::ResumePoint* resume)
-    : index(epoch), waited_before_(backend.communication_wait_seconds()) {
+EpochState::EpochState(int64_t epoch, parallel::Backend& backend, const run::ResumePoint* resume,
+                       int64_t global_step)
+    : index(epoch),
+      waited_before_(backend.communication_wait_seconds()),
+      bytes_before_(backend.communication_bytes()),
+      steps_before_(global_step) {
   const auto options = torch::TensorOptions().device(backend.input_device());
   loss_ = torch::zeros({}, options.dtype(torch::kFloat64));
   correct_ = torch::zeros({}, options.dtype(torch::kInt64));
@@ -73,6 +77,11 @@ void EpochState::finish(parallel::Backend& backend, int64_t global_step, const G
   backend.synchronize_device();
   tally = reduced(backend, timer_.seconds());
   m.comm_wait_sec = backend.communication_wait_seconds() - waited_before_;
+  m.comm_bytes = backend.communication_bytes() - bytes_before_;
+  if (global_step > steps_before_) {
+    m.comm_bytes_per_step =
+        static_cast<double>(m.comm_bytes) / static_cast<double>(global_step - steps_before_);
+  }
   m.global_step = global_step;
   if (scaler.enabled()) m.loss_scale = scaler.scale();
   m.train_samples = tally.samples;

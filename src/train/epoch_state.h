@@ -21,7 +21,9 @@ namespace dptrain::train {
 class EpochState {
  public:
   // Epoch `epoch` (0-based) from its start, or from where `resume` stopped in it.
-  EpochState(int64_t epoch, parallel::Backend& backend, const run::ResumePoint* resume);
+  // `global_step`: the optimizer steps taken before this pass (or its resumed rest) begins.
+  EpochState(int64_t epoch, parallel::Backend& backend, const run::ResumePoint* resume,
+             int64_t global_step = 0);
 
   // The clock starts once the batches trained before a preemption are skipped.
   void start_clock() { timer_ = core::Stopwatch(); }
@@ -47,6 +49,8 @@ class EpochState {
   torch::Tensor correct_;       // int64
   int64_t samples_before_ = 0;  // this rank's, from before a preemption
   double waited_before_ = 0;
+  int64_t bytes_before_ = 0;
+  int64_t steps_before_ = 0;
   core::Stopwatch timer_;
 };
 

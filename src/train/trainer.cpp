@@ -63,7 +63,8 @@ class Training {
   // Where the run begins: rank 0's checkpoint to resume, or else its weights to start from, each
   // read by every rank after checking that they all hold its bytes (train/start_file.h).
   void begin() {
-    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs));
+    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs)) +
+                             s_.backend->rank_state_bytes_bound();
     if (const auto checkpoint = agree_on_start_file(*s_.backend, "resume", origin_.resume,
                                                     "the checkpoint to resume", largest)) {
       resume_from(*checkpoint);
@@ -72,6 +73,7 @@ class Training {
       copy_into_model(*s_.backend, read_model_file(weights->path, weights->file, s_.state_specs));
       spdlog::info("initial weights from {}", weights->path.string());
     }
+    s_.backend->start_at_step(global_step_);
   }
 
   TrainResult run() {
@@ -99,7 +101,7 @@ class Training {
   // in optimizer steps of s_.accumulate batches.
   EpochState train_epoch(int64_t epoch, const run::ResumePoint* resume) {
     parallel::Backend& backend = *s_.backend;
-    EpochState e(epoch, backend, resume);
+    EpochState e(epoch, backend, resume, global_step_);
     const int64_t batches = s_.train_loader->batches_per_epoch();
     backend.set_training(true);
     s_.train_loader->start_epoch(epoch);
@@ -118,6 +120,7 @@ class Training {
       e.m.lr = s_.schedule->at(global_step_);
       if (!take_optimizer_step(s_, params, e.m.lr)) ++e.tally.skipped_steps;
       ++global_step_;
+      backend.after_optimizer_step(global_step_);
       report_step(e, batches, mb);
       if (config_.train.max_steps > 0 && global_step_ >= config_.train.max_steps) break;
       if (e.m.batches < batches) checkpoint_within(e);
@@ -194,7 +197,8 @@ class Training {
   // Decoded and checked whole before anything is applied (train/checkpoint_io.h).
   void resume_from(const StartFile& checkpoint) {
     run::CheckpointContents contents = run::read_checkpoint_file(
-        checkpoint.path, checkpoint.file, config_, s_.backend->parameters(), s_.backend->buffers());
+        checkpoint.path, checkpoint.file, config_, s_.backend->parameters(), s_.backend->buffers(),
+        rank_state_spec(*s_.backend));
     check_fits_epoch(checkpoint.path, contents.point.batches_done);
     resumed_ = apply_checkpoint(std::move(contents), checkpoint.path, *s_.backend, *s_.optimizer);
     resumed_.run_id = origin_.run.run_id;  // the folder's, which its checkpoints from now carry
