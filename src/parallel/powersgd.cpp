@@ -74,8 +74,10 @@ class Approximation : public InFlight {
       torch::Tensor approximation = as_matrix(bucket_, m);
       torch::matmul_out(approximation, p_of(m), m.q.t());
     }
+    // What this rank sent less its share of the mean it got back (PyTorch's input - output, in
+    // its undivided units): summed over the ranks, what the approximation left out.
     torch::Tensor error = plan_.error;
-    torch::sub_out(error, input_, bucket_);
+    torch::sub_out(error, input_, bucket_ / comm_.world_size());
   }
 
   void abandon() override {

@@ -1,0 +1,196 @@
+// Training over slow links through the real binary: parallel.grad_compression "none" is today's
+// ddp bit for bit, fp16 and bf16 stay close to it, local SGD with a period of 1 is ddp's step, and
+// every setting (PowerSGD, local SGD on 2 and 3 ranks) resumes mid-run exactly as it would have
+// gone on; settings that cannot combine are refused naming their keys.
+#include "support/catch.h"
+
+#include "support/fixtures.h"
+#include "support/runs.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+// 600 images in batches of 60 (which 2 and 3 ranks split): 10 steps an epoch, two epochs, of
+// momentum SGD, whose state a checkpoint must carry.
+std::vector<std::string> slow_link_job(const TempDir& dir, const std::filesystem::path& out,
+                                       int ranks, const std::vector<std::string>& extra) {
+  std::string devices = "[\"cpu\"";
+  for (int r = 1; r < ranks; ++r) devices += ",\"cpu\"";
+  std::vector<std::string> args = {"train",
+                                   "--set",
+                                   "data.dir=" + (dir / "data").string(),
+                                   "--set",
+                                   "data.batch_size=60",
+                                   "--set",
+                                   "train.epochs=2",
+                                   "--set",
+                                   "model.init_std=0.1",
+                                   "--set",
+                                   "optimizer.lr=0.05",
+                                   "--set",
+                                   "optimizer.momentum=0.9",
+                                   "--set",
+                                   "runtime.threads=1",
+                                   "--set",
+                                   "parallel.timeout_s=60",
+                                   "--set",
+                                   "parallel.backend=ddp",
+                                   "--set",
+                                   "parallel.devices=" + devices + "]",
+                                   "--output",
+                                   out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Runs `job` into `dir / name`; its final parameters.
+std::vector<torch::Tensor> train_slow_link(const TempDir& dir, const std::string& name, int ranks,
+                                           const std::vector<std::string>& extra) {
+  const auto run = run_dptrain(shell_words(slow_link_job(dir, dir / name, ranks, extra)));
+  INFO(name << ": " << run.err);
+  REQUIRE(run.status == 0);
+  return load_parameters(dir / name / "model.pt");
+}
+
+std::vector<std::string> joined_args(std::vector<std::string> a,
+                                     const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A run of `setting` with a checkpoint every 3 steps, and runs resumed from two of them (one in
+// each epoch, both inside a local SGD period of 4 after 2 warm-up steps and after PowerSGD's
+// warm-up of 4): each must end where the whole run ended, bit for bit.
+void check_resumes_exactly(const TempDir& dir, const std::string& name, int ranks,
+                           const std::vector<std::string>& setting) {
+  const auto whole = train_slow_link(dir, name, ranks,
+                                     joined_args(setting, {"--set", "checkpoint.every_steps=3",
+                                                           "--set", "checkpoint.keep_last=0"}));
+  for (const char* cut : {"epoch-0000-batch-000009.pt", "epoch-0001-batch-000005.pt"}) {
+    INFO(name << " resumed from " << cut);
+    const auto checkpoint = dir / name / "checkpoints" / cut;
+    REQUIRE(std::filesystem::exists(checkpoint));
+    const auto resumed = train_slow_link(dir, name + "-from-" + cut, ranks,
+                                         joined_args(setting, {"--resume", checkpoint.string()}));
+    CHECK(max_relative_difference(resumed, whole) == 0);
+  }
+}
+
+// The bound docs/backends.md states, on the parameters after three steps relative to each
+// tensor's largest: four units of rounding (2^-11 for fp16, 2^-8 for bf16). Measured here: 4.5e-4
+// and 4.8e-3.
+constexpr double kFp16Bound = 4.0 / 2048;
+constexpr double kBf16Bound = 4.0 / 256;
+
+}  // namespace
+
+TEST_CASE("grad_compression none is today's ddp bit for bit; fp16 and bf16 round the steps",
+          "[cli][slow_links][slow]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  const auto today = train_slow_link(dir, "today", 2, {});
+  const auto none = train_slow_link(dir, "none", 2, {"--set", "parallel.grad_compression=none"});
+  CHECK(max_relative_difference(none, today) == 0);
+  // Three steps: each mean gradient rounded to 11 significant bits (fp16) or 8 (bf16), twice
+  // (the cast, the sum). Momentum SGD at this rate is chaotic: over the whole run the difference
+  // grows as any perturbation of the first steps would (it does for a change of rank count too).
+  const std::vector<std::string> three = {"--set", "train.max_steps=3"};
+  const auto exact = train_slow_link(dir, "none-3", 2, three);
+  const auto fp16 = train_slow_link(
+      dir, "fp16", 2, joined_args(three, {"--set", "parallel.grad_compression=fp16"}));
+  const auto bf16 = train_slow_link(
+      dir, "bf16", 2, joined_args(three, {"--set", "parallel.grad_compression=bf16"}));
+  const double fp16_off = max_relative_difference(fp16, exact);
+  const double bf16_off = max_relative_difference(bf16, exact);
+  CHECK(fp16_off > 0);
+  CHECK(fp16_off < kFp16Bound);
+  CHECK(bf16_off > fp16_off);
+  CHECK(bf16_off < kBf16Bound);
+  // LeNet's 129,068 float gradients, laid out with 40 elements of gaps: 516,432 bytes a step,
+  // half as fp16 or bf16; a few bytes more for the preemption votes and the epoch's sums.
+  for (const auto& [run, bytes] :
+       {std::pair{"none-3", 516432}, {"fp16", 258216}, {"bf16", 258216}}) {
+    INFO(run);
+    const auto m = metrics_of(dir / run).at(0);
+    CHECK(m.at("comm_bytes").get<int64_t>() >= 3 * bytes);
+    CHECK(m.at("comm_bytes").get<int64_t>() <= 3 * bytes + 64);
+  }
+}
+
+TEST_CASE("local SGD averaging every step takes ddp's steps, to rounding",
+          "[cli][slow_links][slow]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  // Plain SGD: with momentum, each rank's own buffer would make the two differ by design.
+  const std::vector<std::string> sgd = {"--set", "optimizer.momentum=0"};
+  const auto ddp = train_slow_link(dir, "ddp", 2, sgd);
+  const auto local =
+      train_slow_link(dir, "local", 2, joined_args(sgd, {"--set", "parallel.local_sgd=1"}));
+  const double off = max_relative_difference(local, ddp);
+  CHECK(off > 0);  // averaged parameters, not averaged gradients: other roundings
+  CHECK(off < 1e-5);
+  // Every step averages the parameters: the same bytes as the gradients' all-reduce, less the
+  // buckets' 40 elements of gaps.
+  const auto m = metrics_of(dir / "local").at(0);
+  CHECK(m.at("comm_bytes").get<int64_t>() >= 10 * 516272);
+  CHECK(m.at("comm_bytes").get<int64_t>() <= 10 * 516272 + 64);
+}
+
+TEST_CASE("local SGD every 4 steps on 2 and 3 ranks sends no gradients and resumes exactly",
+          "[cli][slow_links][resume][slow]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  const std::vector<std::string> local = {"--set", "parallel.local_sgd=4", "--set",
+                                          "parallel.local_sgd_warmup_steps=2"};
+  check_resumes_exactly(dir, "local-2", 2, local);
+  check_resumes_exactly(dir, "local-3", 3, local);
+  // Epoch 2's 10 steps send no gradient: averagings after steps 14 and 18 of the run (the one
+  // before evaluation comes after the training pass), and the checkpoints after steps 12, 15 and
+  // 18 gather each rank's parameters and momentum: 8 times LeNet's 129,068 floats.
+  const auto m = metrics_of(dir / "local-3").at(1);
+  CHECK(m.at("comm_bytes").get<int64_t>() >= 8 * 516272);
+  CHECK(m.at("comm_bytes").get<int64_t>() <= 8 * 516272 + 128);
+}
+
+TEST_CASE("PowerSGD at ranks 1 to 4, fp16 and bf16 resume mid-run exactly",
+          "[cli][slow_links][resume][slow]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  for (const int rank : {1, 4}) {
+    check_resumes_exactly(dir, "powersgd-" + std::to_string(rank), 2,
+                          {"--set", "parallel.grad_compression=powersgd", "--set",
+                           "parallel.powersgd_rank=" + std::to_string(rank), "--set",
+                           "parallel.powersgd_start_step=4"});
+  }
+  check_resumes_exactly(dir, "fp16", 2, {"--set", "parallel.grad_compression=fp16"});
+  check_resumes_exactly(dir, "bf16", 3, {"--set", "parallel.grad_compression=bf16"});
+}
+
+TEST_CASE("settings that cannot combine are refused, naming both keys", "[cli][slow_links]") {
+  const std::string ddp = "train --set parallel.backend=ddp ";
+  const auto dp =
+      run_dptrain("train --set parallel.backend=dp --set parallel.grad_compression=fp16");
+  CHECK(dp.status == 3);
+  CHECK_THAT(dp.err, ContainsSubstring("parallel.grad_compression: changes how ddp's ranks "
+                                       "exchange gradients; parallel.backend is \"dp\""));
+  const auto both =
+      run_dptrain(ddp + "--set parallel.grad_compression=powersgd --set parallel.local_sgd=8");
+  CHECK(both.status == 3);
+  CHECK_THAT(both.err,
+             ContainsSubstring("parallel.local_sgd: and parallel.grad_compression \"powersgd\" "
+                               "both set") &&
+                 ContainsSubstring("choose one"));
+  const auto zero2 =
+      run_dptrain(ddp + "--set parallel.grad_compression=bf16 --set parallel.zero_stage=2");
+  CHECK(zero2.status == 3);
+  CHECK_THAT(zero2.err, ContainsSubstring("parallel.grad_compression: cannot compress "
+                                          "parallel.zero_stage 2's gradients"));
+  const auto zero1 = run_dptrain(ddp + "--set parallel.local_sgd=4 --set parallel.zero_stage=1");
+  CHECK(zero1.status == 3);
+  CHECK_THAT(zero1.err, ContainsSubstring("parallel.local_sgd: keeps each rank's optimizer state "
+                                          "whole and its own, which parallel.zero_stage 1"));
+  const auto fp16 = run_dptrain(ddp + "--set parallel.local_sgd=4 --set precision=fp16");
+  CHECK(fp16.status == 3);
+  CHECK_THAT(fp16.err, ContainsSubstring("parallel.local_sgd: with precision \"fp16\""));
+}
