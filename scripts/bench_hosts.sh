@@ -3,17 +3,38 @@
 # 10.79.0.2, made and removed here; needs root) each run one CPU rank under dptrain's launcher as
 # docs/backends.md's multi-node recipe says, against the same two ranks on this machine alone, with
 # 0, 2 and 10 ms of delay each way between the hosts (`tc netem` on a veth pair, or where the kernel
-# has no netem a userspace delay line: scripts/bench/delay_line.py). Prints sec/epoch and rank 0's
-# share of training time spent waiting in gradient all-reduces (comm_wait_sec), for the default
-# buckets and for small ones (parallel.bucket_mb, which starts all-reduces earlier in backward).
+# has no netem a userspace delay line: scripts/bench/delay_line.py). Each link is measured with
+# every way the ranks can exchange what they learn (docs/backends.md, "Training over slow links"):
+# whole gradients (none), fp16 or bf16 buckets, PowerSGD at rank 1 after 10 plain steps, local SGD
+# averaging every 8 steps after 10 plain ones; at 10 ms also with small buckets (bucket_mb 0.05,
+# which starts all-reduces earlier in backward). Prints sec/epoch, its ratio to one machine, the
+# bytes rank 0 hands to collectives per step (comm_bytes_per_step) and its share of training time
+# spent waiting for gradient all-reduces (comm_wait_sec).
 #
-#   scripts/bench_hosts.sh [--threads N] [--epochs E] [--repeats R]
+# Then each exchange's test accuracy after --accuracy-epochs epochs (default 10; 0: none), trained
+# once by two ranks on this machine: the link's delay changes when numbers arrive, never which, so
+# the accuracy of a setting is the same at every delay. With --resnet-steps S (default 0: none),
+# ResNet-18 (batch 64) at 10 ms for S steps with whole gradients and the two fastest exchanges at
+# 10 ms that reach 0.82 on LeNet: seconds and bytes per step.
+#
+#   scripts/bench_hosts.sh [--threads N] [--epochs E] [--repeats R] [--accuracy-epochs A]
+#                          [--resnet-steps S]
 #
 # N threads per rank (default: half the cores). Full epochs of Fashion-MNIST, global batch 256.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-source "$root/scripts/bench/options.sh"
-bench_options "$0" "$@"
+threads=$(nproc) epochs=1 repeats=2 accuracy_epochs=10 resnet_steps=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --accuracy-epochs) accuracy_epochs=$2; shift 2 ;;
+    --resnet-steps) resnet_steps=$2; shift 2 ;;
+    *) echo "usage: $0 [--threads N] [--epochs E] [--repeats R] [--accuracy-epochs A] [--resnet-steps S]" >&2; exit 2 ;;
+  esac
+done
+half=$(( threads / 2 > 0 ? threads / 2 : 1 ))
 [[ $(id -u) -eq 0 ]] || { echo "bench_hosts: network namespaces need root" >&2; exit 1; }
 source "$root/scripts/bench/common.sh"
 
@@ -75,58 +96,126 @@ common() {  # the settings every run shares
     --set log.level=warn --set parallel.backend=ddp --set runtime.threads="$half"
 }
 
-run_one() {  # run_one TAG BUCKET_MB: two ranks on this machine
-  # shellcheck disable=SC2046
-  "$bin" train $(common) --set 'parallel.devices=["cpu","cpu"]' --set parallel.bucket_mb="$2" \
-    --output "$work/run-$1" >"$work/run-$1.log" 2>&1 || { cat "$work/run-$1.log" >&2; exit 1; }
+exchange() {  # exchange NAME: the settings of one way to exchange what the ranks learn
+  case "$1" in
+    none) ;;
+    fp16 | bf16) echo --set parallel.grad_compression="$1" ;;
+    powersgd) echo --set parallel.grad_compression=powersgd --set parallel.powersgd_start_step=10 ;;
+    local8) echo --set parallel.local_sgd=8 --set parallel.local_sgd_warmup_steps=10 ;;
+    *) echo "bench_hosts: unknown exchange $1" >&2; exit 2 ;;
+  esac
 }
 
-run_hosts() {  # run_hosts TAG BUCKET_MB: one rank on each test host
-  local port=$((29600 + RANDOM % 1000)) pids=()
+run_one() {  # run_one TAG BUCKET_MB [--set ...]: two ranks on this machine
+  local tag=$1 bucket=$2
+  shift 2
+  # shellcheck disable=SC2046
+  "$bin" train $(common) --set 'parallel.devices=["cpu","cpu"]' --set parallel.bucket_mb="$bucket" \
+    "$@" --output "$work/run-$tag" >"$work/run-$tag.log" 2>&1 || { cat "$work/run-$tag.log" >&2; exit 1; }
+}
+
+run_hosts() {  # run_hosts TAG BUCKET_MB [--set ...]: one rank on each test host
+  local tag=$1 bucket=$2 port=$((29600 + RANDOM % 1000)) pids=()
+  shift 2
   for h in 0 1; do
     # shellcheck disable=SC2046
     DPTRAIN_JOB_SECRET=$secret ip netns exec "$ns$h" "$bin" train $(common) \
-      --set 'parallel.devices=["cpu"]' --set parallel.bucket_mb="$2" --nnodes 2 --node-rank "$h" \
-      --master-addr 10.79.0.1 --master-port "$port" --output "$work/run-$1$([[ $h -eq 1 ]] && echo -node1)" \
-      >"$work/run-$1-$h.log" 2>&1 &
+      --set 'parallel.devices=["cpu"]' --set parallel.bucket_mb="$bucket" "$@" --nnodes 2 \
+      --node-rank "$h" --master-addr 10.79.0.1 --master-port "$port" \
+      --output "$work/run-$tag$([[ $h -eq 1 ]] && echo -node1)" >"$work/run-$tag-$h.log" 2>&1 &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || { cat "$work/run-$1-"*.log >&2; exit 1; }; done
+  for p in "${pids[@]}"; do wait "$p" || { cat "$work/run-$tag-"*.log >&2; exit 1; }; done
 }
 
-settings=("one 25" "one 0.05" "hosts-0ms 25" "hosts-0ms 0.05" "hosts-2ms 25" "hosts-10ms 25"
-  "hosts-10ms 0.05")
+bytes_per_step() {  # bytes_per_step TAG: rank 0's bytes handed to collectives per optimizer step
+  "$py" -c 'import json,sys
+rows=[json.loads(l) for l in open(sys.argv[1])]
+print(sum(r["comm_bytes"] for r in rows) / rows[-1]["global_step"])' "$work/run-$1/metrics.jsonl"
+}
+
+test_acc() {  # test_acc TAG: the run's final test accuracy
+  "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_acc"])' \
+    "$work/run-$1/summary.json"
+}
+
+exchanges=(none fp16 bf16 powersgd local8)
+settings=("one 25 none")
+for delay in 0 2 10; do
+  for x in "${exchanges[@]}"; do settings+=("hosts-${delay}ms 25 $x"); done
+done
+settings+=("hosts-10ms 0.05 none")
 
 machine_line
 echo "settings: $half threads per rank, $epochs epoch(s) per run, $repeats rounds, link $link, data $data_dir"
-declare -A secs shares
+declare -A secs shares bytes
 for ((r = 1; r <= repeats; r++)); do
   while read -r s; do
-    read -r name bucket <<<"$s"
-    tag="$name-$bucket-$r"
+    read -r name bucket x <<<"$s"
+    tag="$name-$bucket-$x-$r"
     if [[ $name == one ]]; then
-      run_one "$tag" "$bucket"
+      # shellcheck disable=SC2046
+      run_one "$tag" "$bucket" $(exchange "$x")
     else
       delay=${name#hosts-}
       connect "${delay%ms}"
-      run_hosts "$tag" "$bucket"
+      # shellcheck disable=SC2046
+      run_hosts "$tag" "$bucket" $(exchange "$x")
     fi
     sec=$(run_sec_per_epoch "$tag")
     share=$(wait_share "$tag")
     secs[$s]+="$sec "
     shares[$s]+="$share "
-    printf 'round %d: %-10s bucket_mb %-5s %6.2f sec/epoch, all-reduce wait %.1f%%\n' \
-      "$r" "$name" "$bucket" "$sec" "$(awk -v w="$share" 'BEGIN {print 100 * w}')"
+    bytes[$s]=$(bytes_per_step "$tag")
+    printf 'round %d: %-10s bucket_mb %-5s %-8s %6.2f sec/epoch, %9.0f bytes/step, all-reduce wait %.1f%%\n' \
+      "$r" "$name" "$bucket" "$x" "$sec" "${bytes[$s]}" "$(awk -v w="$share" 'BEGIN {print 100 * w}')"
   done < <(printf '%s\n' "${settings[@]}" | shuf)
 done
+disconnect
+
+declare -A accuracy
+if [[ $accuracy_epochs -gt 0 ]]; then
+  echo
+  echo "test accuracy after $accuracy_epochs epochs, two ranks on this machine (the same at any delay):"
+  for x in "${exchanges[@]}"; do
+    # shellcheck disable=SC2046
+    run_one "acc-$x" 25 --set train.epochs="$accuracy_epochs" $(exchange "$x")
+    accuracy[$x]=$(test_acc "acc-$x")
+    printf '  %-8s %.4f\n' "$x" "${accuracy[$x]}"
+  done
+fi
 
 echo
-printf '%-10s %9s %12s %12s %14s\n' setting bucket_mb "sec/epoch" "time vs one" "all-reduce wait"
-m_one=$(median ${secs["one 25"]})
+printf '%-10s %9s %-8s %10s %12s %11s %15s %9s\n' setting bucket_mb exchange "sec/epoch" \
+  "time vs one" "bytes/step" "all-reduce wait" "test acc"
+m_one=$(median ${secs["one 25 none"]})
 for s in "${settings[@]}"; do
-  read -r name bucket <<<"$s"
+  read -r name bucket x <<<"$s"
   m=$(median ${secs[$s]})
-  printf '%-10s %9s %12.2f %11.2fx %13.1f%%\n' "$name" "$bucket" "$m" \
-    "$(awk -v a="$m_one" -v b="$m" 'BEGIN {print b / a}')" \
-    "$(awk -v w="$(median ${shares[$s]})" 'BEGIN {print 100 * w}')"
+  acc=${accuracy[$x]:-}
+  [[ $bucket == 25 && -n $acc ]] || acc=-
+  printf '%-10s %9s %-8s %10.2f %11.2fx %11.0f %14.1f%% %9s\n' "$name" "$bucket" "$x" "$m" \
+    "$(awk -v a="$m_one" -v b="$m" 'BEGIN {print b / a}')" "${bytes[$s]}" \
+    "$(awk -v w="$(median ${shares[$s]})" 'BEGIN {print 100 * w}')" "$acc"
+done
+
+[[ $resnet_steps -gt 0 ]] || exit 0
+# The two fastest exchanges at 10 ms that reach 0.82 on LeNet (every one, without accuracies).
+mapfile -t best < <(for x in "${exchanges[@]}"; do
+  [[ $x == none ]] && continue
+  if [[ -n ${accuracy[$x]:-} ]] && awk -v a="${accuracy[$x]}" 'BEGIN {exit !(a < 0.82)}'; then continue; fi
+  echo "$(median ${secs["hosts-10ms 25 $x"]}) $x"
+done | sort -g | head -n 2 | cut -d' ' -f2)
+echo
+echo "ResNet-18, batch 64, $resnet_steps steps, hosts 10 ms apart:"
+connect 10
+for x in none "${best[@]}"; do
+  # shellcheck disable=SC2046
+  run_hosts "resnet-$x" 25 --set model.name=resnet18 --set optimizer.lr=0.05 \
+    --set data.batch_size=64 --set train.epochs=1 --set train.limit_train_batches="$resnet_steps" \
+    --set train.limit_eval_batches=1 --set checkpoint.every_epochs=0 $(exchange "$x")
+  sec=$(run_sec_per_epoch "resnet-$x")
+  printf '  %-8s %6.3f sec/step, %11.0f bytes/step, all-reduce wait %.1f%%\n' "$x" \
+    "$(awk -v s="$sec" -v n="$resnet_steps" 'BEGIN {print s / n}')" "$(bytes_per_step "resnet-$x")" \
+    "$(awk -v w="$(wait_share "resnet-$x")" 'BEGIN {print 100 * w}')"
 done

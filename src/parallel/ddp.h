@@ -62,7 +62,10 @@ class DistributedDataParallel : public Backend {
                                            const std::string& mine) override {
     return comm_->all_gather_text(key, mine);
   }
-  double communication_wait_seconds() const override { return reducer_->wait_seconds(); }
+  // The gradients' all-reduces that backward did not hide, and local SGD's averagings.
+  double communication_wait_seconds() const override {
+    return reducer_->wait_seconds() + (local_sgd_ ? local_sgd_->wait_seconds() : 0.0);
+  }
   int64_t communication_bytes() const override { return comm_->payload_bytes(); }
   void start_at_step(int64_t steps_taken) override;
   void after_optimizer_step(int64_t steps_taken) override;

@@ -1,6 +1,6 @@
 #include "parallel/local_sgd.h"
 
-#include "core/error.h"
+#include "core/timer.h"
 
 namespace dptrain::parallel {
 
@@ -27,19 +27,15 @@ void LocalSgd::average() {
   std::vector<torch::Tensor> flat;
   for (const auto& p : params_) flat.push_back(p.reshape({-1}));
   torch::Tensor all = torch::cat(flat).div_(comm_.world_size());
+  const core::Stopwatch waiting;
   comm_.all_reduce(all, "local SGD's averaging of parameters");
+  wait_seconds_ += waiting.seconds();
   int64_t at = 0;
   for (auto& p : params_) {
     p.copy_(all.narrow(0, at, p.numel()).view_as(p));
     at += p.numel();
   }
   diverged_ = false;
-}
-
-int64_t LocalSgd::average_bytes() const {
-  int64_t bytes = 0;
-  for (const auto& p : params_) bytes += static_cast<int64_t>(p.nbytes());
-  return bytes;
 }
 
 namespace {

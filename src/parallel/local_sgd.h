@@ -43,8 +43,8 @@ class LocalSgd {
   // Puts a row state() wrote into this rank's parameters and `optimizer`'s state tensors, which
   // must already be laid out as the row's (a checkpoint's main state applied).
   void load_state(torch::optim::Optimizer& optimizer, const torch::Tensor& row);
-  // The bytes an averaging hands to the all-reduce.
-  int64_t average_bytes() const;
+  // Seconds spent in averagings' all-reduces so far (nothing hides them).
+  double wait_seconds() const { return wait_seconds_; }
 
  private:
   void average();
@@ -54,6 +54,7 @@ class LocalSgd {
   std::vector<torch::Tensor> params_;
   distributed::Communicator& comm_;
   bool diverged_ = false;
+  double wait_seconds_ = 0;
 };
 
 }  // namespace dptrain::parallel

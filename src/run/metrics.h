@@ -23,7 +23,8 @@ struct EpochMetrics {
   double val_acc = 0;
   double train_sec = 0;  // the training pass alone, as d2l's timer measures it
   double eval_sec = 0;
-  double comm_wait_sec = 0;  // ddp: waiting for gradient all-reduces that backward did not hide
+  double comm_wait_sec =
+      0;  // ddp: waiting for all-reduces backward did not hide (local SGD: its averagings)
   // ddp: the bytes rank 0 handed to collectives in the training pass (gradient buckets, local
   // SGD's averagings, the epoch's sums; see Communicator::payload_bytes), and per optimizer step.
   int64_t comm_bytes = 0;
