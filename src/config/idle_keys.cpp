@@ -30,6 +30,11 @@ std::vector<std::string> idle_key_warnings(const Config& config, const std::stri
     idle("parallel.timeout_s", p.timeout_s != defaults.timeout_s);
     idle("parallel.max_restarts", p.max_restarts != defaults.max_restarts);
     idle("parallel.powersgd_rank", p.powersgd_rank != defaults.powersgd_rank);
+    idle("parallel.powersgd_start_step", p.powersgd_start_step != defaults.powersgd_start_step);
+    idle("parallel.powersgd_min_compression",
+         p.powersgd_min_compression != defaults.powersgd_min_compression);
+    idle("parallel.local_sgd_warmup_steps",
+         p.local_sgd_warmup_steps != defaults.local_sgd_warmup_steps);
     idle("model.sync_batchnorm", config.model.sync_batchnorm);  // dp refuses it (load.cpp)
     return warnings;
   }

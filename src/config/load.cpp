@@ -207,6 +207,13 @@ void check_slow_link_settings(const Checker& check, const Config& c) {
                    std::to_string(p.zero_stage) + " shards over the ranks",
                "use parallel.zero_stage 0 with local SGD");
   }
+  if (p.grad_compression == GradCompression::kPowerSgd && c.precision == Precision::kFp16) {
+    check.fail(key,
+               "\"powersgd\" with precision \"fp16\": one overflowed step would leave inf in the "
+               "error feedback and the warm-started factors of every step after it",
+               "use precision \"bf16\" or \"fp32\" with PowerSGD, or grad_compression "
+               "\"fp16\"");
+  }
   if (p.local_sgd > 0 && c.precision == Precision::kFp16) {
     check.fail(key, "with precision \"fp16\": each rank would skip steps on its own loss scale",
                "use precision \"bf16\" or \"fp32\" with local SGD");

@@ -340,6 +340,27 @@ Communicator::Pending Communicator::all_gather_async(const torch::Tensor& flat,
   }
 }
 
+void Communicator::gather_to_rank0(const torch::Tensor& flat, const torch::Tensor& shard,
+                                   const std::string& what) {
+  std::vector<torch::Tensor> inputs = {shard};
+  std::vector<std::vector<torch::Tensor>> outputs;
+  if (rank_ == 0) {
+    outputs.resize(1);
+    for (int r = 0; r < world_size_; ++r) {
+      outputs[0].push_back(flat.narrow(0, r * shard.numel(), shard.numel()));
+    }
+  }
+  c10d::GatherOptions options;
+  options.rootRank = 0;
+  try {
+    const core::CollectiveWait waiting(what);
+    payload_bytes_ += static_cast<int64_t>(shard.nbytes());
+    group_->collectives->gather(outputs, inputs, options)->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
 Communicator::Pending Communicator::reduce_scatter_async(const torch::Tensor& shard,
                                                          const torch::Tensor& flat,
                                                          const std::string& what) {

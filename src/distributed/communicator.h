@@ -82,6 +82,10 @@ class Communicator {
   void all_gather(const torch::Tensor& flat, const torch::Tensor& shard, const std::string& what);
   Pending all_gather_async(const torch::Tensor& flat, const torch::Tensor& shard,
                            const std::string& what);
+  // Every rank's `shard` end to end in rank 0's `flat` (world_size() * shard.numel() elements);
+  // the other ranks pass an undefined `flat`.
+  void gather_to_rank0(const torch::Tensor& flat, const torch::Tensor& shard,
+                       const std::string& what);
   // NCCL only: `shard` becomes chunk rank() of the sum over the ranks of `flat` (world_size() *
   // shard.numel() elements). Gloo callers all-reduce and keep their chunk instead.
   Pending reduce_scatter_async(const torch::Tensor& shard, const torch::Tensor& flat,

@@ -100,14 +100,12 @@ class Backend {
 
   // What differs between the ranks and an exact resume needs of each (local SGD's parameters and
   // optimizer state between averagings, PowerSGD's error feedback): every rank's, one row each of
-  // a [world size, n] CPU tensor, on every rank (a collective every rank calls); undefined where
-  // the ranks hold the same.
+  // a [world size, n] CPU tensor, on rank 0 (a collective every rank calls; the others get an
+  // undefined tensor), undefined where the ranks hold the same.
   virtual torch::Tensor gather_rank_states(torch::optim::Optimizer& /*optimizer*/) { return {}; }
   // n for a checkpoint whose optimizer state (the one every rank applies first) is `optimizer`; 0:
   // none expected.
   virtual int64_t rank_state_numel(const optim::StateList& /*optimizer*/) { return 0; }
-  // The most bytes a checkpoint's rank states can justify, before it is read.
-  virtual uint64_t rank_state_bytes_bound() { return 0; }
   // Puts this rank's row (after the checkpoint's optimizer state is applied).
   virtual void load_rank_state(torch::optim::Optimizer& /*optimizer*/,
                                const torch::Tensor& /*row*/) {}

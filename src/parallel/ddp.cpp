@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/error.h"
-
 #include "parallel/buffers.h"
 #include "parallel/zero_optimizer.h"
 
@@ -31,13 +29,8 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::AnyModule model, tor
   }
   reducer_ = std::make_unique<GradReducer>(model_.ptr()->parameters(), *comm_, bucket_bytes,
                                            choose_grad_route(zero_.get()), exchange.compression);
+  // The config refuses local SGD under ZeRO (config/load.cpp): it keeps each rank's state whole.
   if (exchange.local_sgd > 0) {
-    if (zero_) {
-      throw core::Error(core::ErrorCode::kConfig,
-                        "parallel.local_sgd: ZeRO shards the optimizer state that local SGD keeps "
-                        "whole on each rank",
-                        "use parallel.zero_stage 0 with local SGD");
-    }
     local_sgd_ = std::make_unique<LocalSgd>(exchange.local_sgd, exchange.local_sgd_warmup_steps,
                                             model_.ptr()->parameters(), *comm_);
   }
@@ -151,10 +144,6 @@ void DistributedDataParallel::all_reduce_sum(std::vector<double>& values) {
   for (size_t i = 0; i < values.size(); ++i) values[i] = t[static_cast<int64_t>(i)].item<double>();
 }
 
-}  // namespace dptrain::parallel
-
-namespace dptrain::parallel {
-
 void DistributedDataParallel::start_at_step(int64_t steps_taken) {
   steps_taken_ = steps_taken;
   reducer_->set_reduced_steps(steps_taken);
@@ -174,8 +163,10 @@ torch::Tensor DistributedDataParallel::gather_rank_states(torch::optim::Optimize
       local_sgd_ ? local_sgd_->state(optimizer) : reducer_->compression_state();
   if (!mine.defined()) return {};
   const torch::Tensor row = mine.to(device_).contiguous();
-  torch::Tensor all = torch::empty({comm_->world_size() * row.numel()}, row.options());
-  comm_->all_gather(all, row, "the all-gather of every rank's state for a checkpoint");
+  torch::Tensor all;
+  if (comm_->rank() == 0) all = torch::empty({comm_->world_size() * row.numel()}, row.options());
+  comm_->gather_to_rank0(all, row, "the gathering of every rank's state for a checkpoint");
+  if (comm_->rank() != 0) return {};
   return all.view({comm_->world_size(), row.numel()}).cpu();
 }
 
@@ -183,17 +174,6 @@ int64_t DistributedDataParallel::rank_state_numel(const optim::StateList& optimi
   if (local_sgd_) return local_sgd_->state_numel(optimizer);
   const torch::Tensor state = reducer_->compression_state();
   return state.defined() ? state.numel() : 0;
-}
-
-uint64_t DistributedDataParallel::rank_state_bytes_bound() {
-  // Local SGD: the parameters and at most two state tensors each (Adam's moments).
-  int64_t numel = 0;
-  if (local_sgd_) {
-    for (const auto& p : parameters()) numel += 3 * p.numel();
-  } else if (const torch::Tensor state = reducer_->compression_state(); state.defined()) {
-    numel = state.numel();
-  }
-  return static_cast<uint64_t>(numel) * 8 * static_cast<uint64_t>(comm_->world_size());
 }
 
 void DistributedDataParallel::load_rank_state(torch::optim::Optimizer& optimizer,

@@ -71,7 +71,6 @@ class DistributedDataParallel : public Backend {
   void after_optimizer_step(int64_t steps_taken) override;
   torch::Tensor gather_rank_states(torch::optim::Optimizer& optimizer) override;
   int64_t rank_state_numel(const optim::StateList& optimizer) override;
-  uint64_t rank_state_bytes_bound() override;
   void load_rank_state(torch::optim::Optimizer& optimizer, const torch::Tensor& row) override;
   int64_t gradient_bytes() override;
 

@@ -70,7 +70,8 @@ class GradCompression {
                                           const torch::Tensor& bucket, size_t index,
                                           int64_t step) = 0;
   // What this rank alone holds and an exact resume needs (PowerSGD's error feedback and factors),
-  // as one flat float32 tensor that loading writes into; undefined where there is none.
+  // as one flat tensor of the gradients' dtype that loading writes into; undefined where there is
+  // none.
   virtual torch::Tensor state() { return {}; }
 };
 

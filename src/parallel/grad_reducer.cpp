@@ -106,7 +106,7 @@ void GradReducer::compress(const CompressionSpec& spec) {
   if (route_->one_padded_bucket()) {
     throw core::Error(core::ErrorCode::kNotSupported,
                       "parallel.grad_compression: ZeRO stage 2's gradients are reduce-scattered "
-                      "into shards, which compression does not serve",
+                      "into shards over NCCL, which compression does not serve",
                       "use parallel.zero_stage 1 or 0 with compression");
   }
   std::vector<BucketShape> shapes;

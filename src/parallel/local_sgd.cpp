@@ -8,10 +8,16 @@ LocalSgd::LocalSgd(int64_t period, int64_t warmup, std::vector<torch::Tensor> pa
                    distributed::Communicator& comm)
     : period_(period), warmup_(warmup), params_(std::move(params)), comm_(comm) {}
 
+// PeriodicModelAverager's schedule: the first local step is averaged, then every period-th after
+// it (steps warmup + 1, warmup + 1 + period, ... counted from 1).
+bool LocalSgd::period_ends(int64_t steps_taken) const {
+  return steps_taken > warmup_ && (steps_taken - warmup_ - 1) % period_ == 0;
+}
+
 void LocalSgd::after_step(int64_t steps_taken) {
   if (steps_taken <= warmup_) return;  // a plain ddp step: equal parameters
   diverged_ = true;
-  if ((steps_taken - warmup_) % period_ == 0) average();
+  if (period_ends(steps_taken)) average();
 }
 
 void LocalSgd::average_if_diverged() {
@@ -19,7 +25,7 @@ void LocalSgd::average_if_diverged() {
 }
 
 void LocalSgd::start_at(int64_t steps_taken) {
-  diverged_ = steps_taken > warmup_ && (steps_taken - warmup_) % period_ != 0;
+  diverged_ = steps_taken > warmup_ && !period_ends(steps_taken);
 }
 
 void LocalSgd::average() {

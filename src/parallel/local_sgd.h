@@ -1,11 +1,12 @@
-// Post-local SGD for the ddp backend, as PyTorch's PostLocalSGDOptimizer with a
-// PeriodicModelAverager: after `warmup` plain ddp steps, each rank steps on its own gradients with
-// no all-reduce, and every `period` steps the ranks' parameters are averaged (one all-reduce of
-// every parameter end to end, each divided by the world size first). Each rank's optimizer state
-// stays its own. Evaluation sees averaged parameters: average_if_diverged() before it. Periods are
-// counted in the run's optimizer steps from the warm-up's end, so a resumed run averages where the
-// uninterrupted one does; a checkpoint carries each rank's parameters and optimizer state
-// (state()), so that a resume mid-period goes on with them.
+// Post-local SGD for the ddp backend, as PyTorch's post_localSGD_hook with a PostLocalSGDOptimizer
+// and PeriodicModelAverager (warmup_steps = start_localSGD_iter): after `warmup` plain ddp steps,
+// each rank steps on its own gradients with no all-reduce, and the ranks' parameters are averaged
+// after the first local step and every `period` steps after it (one all-reduce of every parameter
+// end to end, each divided by the world size first). Each rank's optimizer state stays its own.
+// Unlike PyTorch, evaluation sees averaged parameters: average_if_diverged() before it. Periods
+// are counted in the run's optimizer steps, so a resumed run averages where the uninterrupted one
+// does; a checkpoint carries each rank's parameters and optimizer state (state()), so that a
+// resume mid-period goes on with them.
 #pragma once
 
 #include <torch/torch.h>
@@ -48,6 +49,7 @@ class LocalSgd {
 
  private:
   void average();
+  bool period_ends(int64_t steps_taken) const;
 
   int64_t period_;
   int64_t warmup_;

@@ -74,8 +74,9 @@ class Approximation : public InFlight {
       torch::Tensor approximation = as_matrix(bucket_, m);
       torch::matmul_out(approximation, p_of(m), m.q.t());
     }
-    // What this rank sent less its share of the mean it got back (PyTorch's input - output, in
-    // its undivided units): summed over the ranks, what the approximation left out.
+    // What this rank sent less its share of the mean it got back: PyTorch's input - output,
+    // divided by the world size as the input is. Summed over the ranks, what the approximation
+    // left out.
     torch::Tensor error = plan_.error;
     torch::sub_out(error, input_, bucket_ / comm_.world_size());
   }
@@ -113,7 +114,8 @@ class Approximation : public InFlight {
 }  // namespace
 
 void orthogonalize_columns(torch::Tensor& m) {
-  // PyTorch's Gram-Schmidt epsilon role: a zero gradient gives a zero column, not nan.
+  // PyTorch's orthogonalization_epsilon (0 by default there): a zero gradient then gives a zero
+  // column, not nan.
   constexpr double kEpsilon = 1e-8;
   const int64_t r = m.size(1);
   for (int64_t i = 0; i < r; ++i) {

@@ -1,4 +1,5 @@
-// PowerSGD (Vogels et al., 2019) as PyTorch's powerSGD_hook does it: for the first
+// PowerSGD (Vogels et al., 2019) as PyTorch's powerSGD_hook computes it, in exact arithmetic (Q is
+// not re-orthogonalised before P = MQ, which changes no P after orthogonalisation): for the first
 // `powersgd_start_step` optimizer steps each bucket is all-reduced whole; after them, the bucket
 // plus what earlier approximations left out (error feedback) is split into its parameters. Each
 // parameter, as a matrix M of shape[0] rows, is compressed only where P (rows x r) and Q (cols x r)
@@ -43,7 +44,6 @@ class PowerSgd : public GradCompression {
     torch::Tensor error;  // the bucket's error feedback, a view of state()
     torch::Tensor qs;     // every Q of the bucket end to end, a view of state()
   };
-  const std::vector<Plan>& plans() const { return plans_; }
 
  private:
   int64_t start_step_;

@@ -402,12 +402,17 @@ void write_checkpoint_file(const std::filesystem::path& path, const config::Conf
       {"scaler", {{"scale", point.scaler.scale}, {"clean_steps", point.scaler.clean_steps}}},
       {"threads", torch::get_num_threads()},
   };
+  json full_record = record;
+  if (contents.rank_states.defined()) {
+    // Read first, alone, by readers that must allow for these storages before decoding them.
+    full_record["rank_states_bytes"] = contents.rank_states.nbytes();
+  }
   const auto entry = [](const char* key, ValuePtr value) {
     return std::make_pair(serialize::text(key), std::move(value));
   };
   const ValuePtr root = serialize::dict({
       entry(kFormatKey, serialize::integer(kFormat)),
-      entry("record", serialize::text(record.dump())),
+      entry("record", serialize::text(full_record.dump())),
       entry("parameters", tensor_list(contents.parameters)),
       entry("buffers", tensor_list(contents.buffers)),
       entry("best_weights", tensor_list(point.best_weights)),
@@ -463,50 +468,91 @@ auto from_record(const std::filesystem::path& path, Read read) {
   }
 }
 
-// The checkpoint's rank_states as `ranks` wants them: undefined where it holds none or none are
-// wanted (then said); a 2-D float tensor of the wanted width in the parameters' dtype, else damage.
-// The count of rows is check_rank_count()'s, a config error rather than damage.
-torch::Tensor rank_states_in(const Value& root, const RankStateSpec& ranks,
-                             const optim::StateList& optimizer,
-                             const std::vector<torch::Tensor>& parameters) {
+// The checkpoint's rank_states, one row per rank, as decoded: undefined where it holds none.
+// Anything but a contiguous 2-D float tensor of finite values (a broadcast view would cost more
+// memory than the file holds once copied) is damage.
+torch::Tensor rank_states_in(const Value& root) {
   const Value* found = serialize::find(root, "rank_states");
   if (found == nullptr) return {};  // the ranks agreed: each goes on from rank 0's
-  const int64_t width = ranks.numel ? ranks.numel(optimizer) : 0;
-  if (width == 0) {
-    spdlog::warn(
-        "the checkpoint holds each rank's own state (local SGD or PowerSGD), which this run does "
-        "not use: every rank goes on from rank 0's");
-    return {};
-  }
   const torch::Tensor states = serialize::as_tensor(*found, "the checkpoint's rank_states");
-  if (states.dim() != 2 || states.size(1) != width || !states.is_floating_point()) {
+  if (states.dim() != 2 || states.size(0) < 1 || !states.is_floating_point() ||
+      !states.is_contiguous()) {
     throw std::runtime_error("its rank_states are " + shape_of(states) + " " +
                              std::string(c10::toString(states.scalar_type())) +
-                             ", not floats of [ranks, " + std::to_string(width) + "]");
+                             (states.is_contiguous() ? "" : ", a view") +
+                             ", not floats of [ranks, values]");
   }
-  return states.to(parameters.front().scalar_type());
+  if (!torch::isfinite(states).all().item<bool>()) {
+    throw std::runtime_error("its rank_states hold inf or nan");
+  }
+  return states;
 }
 
-void check_rank_count(const std::filesystem::path& path, const torch::Tensor& states,
-                      const RankStateSpec& ranks) {
-  if (!states.defined() || states.size(0) == ranks.world) return;
-  throw Error(ErrorCode::kConfig,
-              path.string() + ": the checkpoint holds the own state of " +
-                  std::to_string(states.size(0)) + " ranks (local SGD or PowerSGD), and this job " +
-                  "has " + std::to_string(ranks.world),
-              "resume on " + std::to_string(states.size(0)) +
-                  " ranks, or from a checkpoint of an epoch's end under plain ddp");
+// Whether the run that wrote `saved` (its resolved config) kept local SGD's rank states rather
+// than PowerSGD's.
+bool wrote_local_sgd(const json& saved) {
+  const auto parallel = saved.find("parallel");
+  if (parallel == saved.end() || !parallel->is_object()) return false;
+  const auto local = parallel->find("local_sgd");
+  return local != parallel->end() && local->is_number_integer() && local->get<int64_t>() > 0;
+}
+
+// The rank states this run takes from `states` (decoded, checked as data): none where it keeps
+// none (said); refused as a config error where the run that wrote them (`saved`) kept another
+// kind, another rank count or another width.
+torch::Tensor rank_states_for_run(const std::filesystem::path& path, const torch::Tensor& states,
+                                  const json& saved, const config::Config& config, int world,
+                                  int64_t width, torch::ScalarType dtype) {
+  if (!states.defined()) return {};
+  if (width == 0) {
+    spdlog::warn(
+        "{}: the checkpoint holds each rank's own state (local SGD or PowerSGD), which this run "
+        "does not use: every rank goes on from rank 0's",
+        path.string());
+    return {};
+  }
+  const std::string keep =
+      "resume with the parallel.local_sgd, parallel.grad_compression, parallel.powersgd_*, "
+      "parallel.bucket_mb and optimizer settings that wrote it (its run's config.json)";
+  if (wrote_local_sgd(saved) != (config.parallel.local_sgd > 0)) {
+    throw Error(ErrorCode::kConfig,
+                path.string() + ": the checkpoint holds each rank's " +
+                    (wrote_local_sgd(saved) ? "local SGD" : "PowerSGD") +
+                    " state, and this run uses " +
+                    (config.parallel.local_sgd > 0 ? "local SGD" : "PowerSGD"),
+                keep);
+  }
+  if (states.size(0) != world) {
+    throw Error(ErrorCode::kConfig,
+                path.string() + ": the checkpoint holds the own state of " +
+                    std::to_string(states.size(0)) + " ranks (local SGD or PowerSGD), and this " +
+                    "job has " + std::to_string(world),
+                "resume on " + std::to_string(states.size(0)) + " ranks");
+  }
+  if (states.size(1) != width) {
+    throw Error(ErrorCode::kConfig,
+                path.string() + ": the checkpoint holds " + std::to_string(states.size(1)) +
+                    " values of each rank's own state, and this run's settings keep " +
+                    std::to_string(width),
+                keep);
+  }
+  return states.to(dtype);
 }
 
 }  // namespace
 
-serialize::DecodeLimits checkpoint_limits(const std::vector<torch::Tensor>& state,
-                                          const RankStateSpec& ranks) {
-  serialize::DecodeLimits limits = model::decode_limits(state);
-  limits.tensors += 1;
-  limits.dimensions += 2;
-  limits.storage_bytes += ranks.bytes_bound;
-  return limits;
+uint64_t rank_state_allowance(const core::ReadOnlyFile& file) {
+  try {
+    const ValuePtr root = serialize::decode_torch_file(serialize::file_source(file), record_only());
+    if (serialize::find(*root, kFormatKey) == nullptr) return 0;
+    const json record = config::parse_json(serialize::as_text(
+        serialize::at(*root, "record", "the checkpoint"), "the checkpoint's record"));
+    const auto declared = record.find("rank_states_bytes");
+    if (declared == record.end() || !declared->is_number_unsigned()) return 0;
+    return std::min<uint64_t>(declared->get<uint64_t>(), file.size());
+  } catch (const std::exception&) {
+    return 0;  // not a checkpoint of this format: its reader says what is wrong
+  }
 }
 
 std::string checkpoint_run_id(const std::filesystem::path& path) {
@@ -529,9 +575,13 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
   state.insert(state.end(), buffers.begin(), buffers.end());
   CheckpointContents contents;
   contents.point = checked_resume_point(path, *file, config, parameters);
-  const Opened opened = open_checkpoint(path, *file, checkpoint_limits(state, ranks));
+  serialize::DecodeLimits limits = model::decode_limits(state);
+  limits.storage_bytes += rank_state_allowance(*file);
+  const Opened opened = open_checkpoint(path, *file, limits);
   const Value& root = *opened.root;
   // Every tensor, and the optimizer's state, checked before the caller applies any of them.
+  int64_t width = 0;  // of each rank's row of rank_states, for this run's settings
+  torch::Tensor states;
   try {
     contents.parameters = tensors_in(root, "parameters");
     check_shapes(contents.parameters, parameters, "its parameters");
@@ -546,12 +596,14 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
     contents.optimizer = optim::parse_state(serialize::at(root, "optimizer", "the checkpoint"),
                                             config.optimizer.name, parameters);
     contents.cpu_rng = generator_state(root);
-    contents.rank_states = rank_states_in(root, ranks, contents.optimizer, parameters);
+    width = ranks.numel ? ranks.numel(contents.optimizer) : 0;
+    states = rank_states_in(root);
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
                 kDamagedHint);
   }
-  check_rank_count(path, contents.rank_states, ranks);
+  contents.rank_states = rank_states_for_run(path, states, opened.record.at("config"), config,
+                                             ranks.world, width, parameters.front().scalar_type());
   return contents;
 }
 

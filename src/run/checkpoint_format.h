@@ -48,15 +48,15 @@ struct CheckpointContents {
 
 // What a resumed job wants of a checkpoint's rank_states: `world` rows of `numel(optimizer)`
 // values, `optimizer` being the checkpoint's own state; numel 0 (or no function): none, and a
-// checkpoint's are left aside with a warning. `bytes_bound`: the most bytes they can justify.
+// checkpoint's are left aside with a warning.
 struct RankStateSpec {
   int world = 1;
   std::function<int64_t(const optim::StateList&)> numel;
-  uint64_t bytes_bound = 0;
 };
-// The decoder's bounds for a checkpoint of a model with `state` tensors and rank states of `ranks`.
-serialize::DecodeLimits checkpoint_limits(const std::vector<torch::Tensor>& state,
-                                          const RankStateSpec& ranks);
+// The bytes of rank_states the checkpoint in `file` declares in its record, at most the file's
+// size (its storages are stored, never compressed: the bytes are there); 0 for any other file.
+// Readers add them to what the model's state can need.
+uint64_t rank_state_allowance(const core::ReadOnlyFile& file);
 
 // Writes `contents` to `path` atomically, as a checkpoint of `config`'s run (its model, resolved
 // config and this process's thread count go into the record).

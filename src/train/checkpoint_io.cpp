@@ -50,7 +50,6 @@ run::RankStateSpec rank_state_spec(parallel::Backend& backend) {
   spec.numel = [&backend](const optim::StateList& optimizer) {
     return backend.rank_state_numel(optimizer);
   };
-  spec.bytes_bound = backend.rank_state_bytes_bound();
   return spec;
 }
 

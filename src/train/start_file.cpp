@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "core/crypto.h"
+#include "core/error.h"
+#include "run/checkpoint_format.h"
 
 namespace dptrain::train {
 namespace {
@@ -38,11 +39,13 @@ std::optional<StartFile> agree_on_start_file(parallel::Backend& backend, const s
   std::string digest;
   try {
     start.file = std::make_shared<const core::ReadOnlyFile>(start.path);
-    if (start.file->size() > max_bytes) {
+    // Plus what a checkpoint of local SGD or PowerSGD declares of each rank's own state.
+    const uint64_t largest = max_bytes + run::rank_state_allowance(*start.file);
+    if (start.file->size() > largest) {
       throw core::Error(core::ErrorCode::kIo,
                         start.path.string() + ": " + std::to_string(start.file->size()) +
                             " bytes, more than any file of this model's weights can take (" +
-                            std::to_string(max_bytes) + ")",
+                            std::to_string(largest) + ")",
                         "give a checkpoint or model.pt of a run of this model");
     }
     // One process needs no proof that it agrees with itself.

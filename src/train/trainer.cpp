@@ -63,8 +63,7 @@ class Training {
   // Where the run begins: rank 0's checkpoint to resume, or else its weights to start from, each
   // read by every rank after checking that they all hold its bytes (train/start_file.h).
   void begin() {
-    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs)) +
-                             s_.backend->rank_state_bytes_bound();
+    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs));
     if (const auto checkpoint = agree_on_start_file(*s_.backend, "resume", origin_.resume,
                                                     "the checkpoint to resume", largest)) {
       resume_from(*checkpoint);

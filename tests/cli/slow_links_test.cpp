@@ -59,15 +59,15 @@ std::vector<std::string> joined_args(std::vector<std::string> a,
   return a;
 }
 
-// A run of `setting` with a checkpoint every 3 steps, and runs resumed from two of them (one in
-// each epoch, both inside a local SGD period of 4 after 2 warm-up steps and after PowerSGD's
-// warm-up of 4): each must end where the whole run ended, bit for bit.
+// A run of `setting` with a checkpoint every 3 steps, and runs resumed from two of them, `cuts`:
+// each must end where the whole run ended, bit for bit.
 void check_resumes_exactly(const TempDir& dir, const std::string& name, int ranks,
-                           const std::vector<std::string>& setting) {
+                           const std::vector<std::string>& setting,
+                           const std::vector<std::string>& cuts) {
   const auto whole = train_slow_link(dir, name, ranks,
                                      joined_args(setting, {"--set", "checkpoint.every_steps=3",
                                                            "--set", "checkpoint.keep_last=0"}));
-  for (const char* cut : {"epoch-0000-batch-000009.pt", "epoch-0001-batch-000005.pt"}) {
+  for (const auto& cut : cuts) {
     INFO(name << " resumed from " << cut);
     const auto checkpoint = dir / name / "checkpoints" / cut;
     REQUIRE(std::filesystem::exists(checkpoint));
@@ -76,6 +76,10 @@ void check_resumes_exactly(const TempDir& dir, const std::string& name, int rank
     CHECK(max_relative_difference(resumed, whole) == 0);
   }
 }
+
+// Steps 9 and 18 of the run: inside a local SGD period of 4 after 2 warm-up steps (averagings
+// after steps 3, 7, 11, 15, 19) and after PowerSGD's warm-up of 4.
+const std::vector<std::string> kCuts = {"epoch-0000-batch-000009.pt", "epoch-0001-batch-000008.pt"};
 
 // The bound docs/backends.md states, on the parameters after three steps relative to each
 // tensor's largest: four units of rounding (2^-11 for fp16, 2^-8 for bf16). Measured here: 4.5e-4
@@ -143,28 +147,91 @@ TEST_CASE("local SGD every 4 steps on 2 and 3 ranks sends no gradients and resum
   write_tiny_dataset(dir / "data", 600, 60);
   const std::vector<std::string> local = {"--set", "parallel.local_sgd=4", "--set",
                                           "parallel.local_sgd_warmup_steps=2"};
-  check_resumes_exactly(dir, "local-2", 2, local);
-  check_resumes_exactly(dir, "local-3", 3, local);
-  // Epoch 2's 10 steps send no gradient: averagings after steps 14 and 18 of the run (the one
+  check_resumes_exactly(dir, "local-2", 2, local, kCuts);
+  check_resumes_exactly(dir, "local-3", 3, local, kCuts);
+  // Epoch 2's 10 steps send no gradient: averagings after steps 11, 15 and 19 of the run (the one
   // before evaluation comes after the training pass), and the checkpoints after steps 12, 15 and
-  // 18 gather each rank's parameters and momentum: 8 times LeNet's 129,068 floats.
+  // 18 gather each rank's parameters and momentum: 9 times LeNet's 129,068 floats.
   const auto m = metrics_of(dir / "local-3").at(1);
-  CHECK(m.at("comm_bytes").get<int64_t>() >= 8 * 516272);
-  CHECK(m.at("comm_bytes").get<int64_t>() <= 8 * 516272 + 128);
+  CHECK(m.at("comm_bytes").get<int64_t>() >= 9 * 516272);
+  CHECK(m.at("comm_bytes").get<int64_t>() <= 9 * 516272 + 128);
 }
 
-TEST_CASE("PowerSGD at ranks 1 to 4, fp16 and bf16 resume mid-run exactly",
-          "[cli][slow_links][resume][slow]") {
+TEST_CASE(
+    "PowerSGD at ranks 1 to 4, fp16 with accumulated micro-batches and bf16 resume mid-run "
+    "exactly; PowerSGD under ZeRO stage 1 takes stage 0's steps",
+    "[cli][slow_links][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  for (const int rank : {1, 4}) {
-    check_resumes_exactly(dir, "powersgd-" + std::to_string(rank), 2,
-                          {"--set", "parallel.grad_compression=powersgd", "--set",
-                           "parallel.powersgd_rank=" + std::to_string(rank), "--set",
-                           "parallel.powersgd_start_step=4"});
+  const auto powersgd = [](int rank) {
+    return std::vector<std::string>{"--set", "parallel.grad_compression=powersgd",
+                                    "--set", "parallel.powersgd_rank=" + std::to_string(rank),
+                                    "--set", "parallel.powersgd_start_step=4"};
+  };
+  for (const int rank : {1, 2, 3, 4}) {
+    check_resumes_exactly(dir, "powersgd-" + std::to_string(rank), 2, powersgd(rank), kCuts);
   }
-  check_resumes_exactly(dir, "fp16", 2, {"--set", "parallel.grad_compression=fp16"});
-  check_resumes_exactly(dir, "bf16", 3, {"--set", "parallel.grad_compression=bf16"});
+  // Two micro-batches a step, 5 steps an epoch: the checkpoints after steps 3 and 9 are 6 and 8
+  // batches into their epochs.
+  check_resumes_exactly(
+      dir, "fp16-accumulated", 2,
+      {"--set", "parallel.grad_compression=fp16", "--set", "train.accumulate_grad_batches=2"},
+      {"epoch-0000-batch-000006.pt", "epoch-0001-batch-000008.pt"});
+  check_resumes_exactly(dir, "bf16", 3, {"--set", "parallel.grad_compression=bf16"}, kCuts);
+  // Stage 1 reduces the same buckets, then steps each rank's shard of the same means.
+  const auto stage1 = train_slow_link(dir, "powersgd-2-zero1", 2,
+                                      joined_args(powersgd(2), {"--set", "parallel.zero_stage=1"}));
+  CHECK(max_relative_difference(stage1, load_parameters(dir / "powersgd-2" / "model.pt")) == 0);
+}
+
+TEST_CASE(
+    "each rank's state in a checkpoint needs the settings and ranks that wrote it; other "
+    "runs and evaluate read the rest",
+    "[cli][slow_links][resume][slow]") {
+  TempDir dir;
+  write_tiny_dataset(dir / "data", 600, 60);
+  const std::vector<std::string> local = {"--set", "parallel.local_sgd=4",
+                                          "--set", "checkpoint.every_steps=3",
+                                          "--set", "checkpoint.keep_last=0"};
+  train_slow_link(dir, "local-3", 3, local);
+  const auto checkpoint = (dir / "local-3" / "checkpoints" / "epoch-0000-batch-000006.pt").string();
+  const auto resume = [&](const std::string& name, int ranks,
+                          const std::vector<std::string>& extra) {
+    return run_dptrain(shell_words(
+        slow_link_job(dir, dir / name, ranks, joined_args(extra, {"--resume", checkpoint}))));
+  };
+  const auto two = resume("on-2", 2, local);
+  CHECK(two.status == 3);
+  CHECK_THAT(two.err, ContainsSubstring("the checkpoint holds the own state of 3 ranks (local "
+                                        "SGD or PowerSGD), and this job has 2") &&
+                          ContainsSubstring("resume on 3 ranks"));
+  const auto powersgd = resume("powersgd", 3, {"--set", "parallel.grad_compression=powersgd"});
+  CHECK(powersgd.status == 3);
+  CHECK_THAT(powersgd.err,
+             ContainsSubstring("holds each rank's local SGD state, and this run uses PowerSGD"));
+  // Plain ddp goes on from rank 0's parameters and momentum, and says so.
+  const auto plain = resume("plain", 3, {});
+  CHECK(plain.status == 0);
+  CHECK_THAT(plain.err, ContainsSubstring("which this run does not use: every rank goes on from "
+                                          "rank 0's"));
+  const auto evaluated = run_dptrain(shell_words({"evaluate", "--model", checkpoint}));
+  INFO(evaluated.err);
+  CHECK(evaluated.status == 0);
+
+  // PowerSGD's rows are as wide as its settings make them: another rank is refused by name.
+  const std::vector<std::string> rank1 = {"--set", "parallel.grad_compression=powersgd",
+                                          "--set", "checkpoint.every_steps=3",
+                                          "--set", "checkpoint.keep_last=0"};
+  train_slow_link(dir, "powersgd-1", 2, rank1);
+  const auto wider = run_dptrain(shell_words(slow_link_job(
+      dir, dir / "powersgd-2", 2,
+      joined_args(
+          rank1, {"--set", "parallel.powersgd_rank=2", "--resume",
+                  (dir / "powersgd-1" / "checkpoints" / "epoch-0000-batch-000006.pt").string()}))));
+  CHECK(wider.status == 3);
+  CHECK_THAT(wider.err, ContainsSubstring("values of each rank's own state, and this run's "
+                                          "settings keep") &&
+                            ContainsSubstring("parallel.powersgd_*"));
 }
 
 TEST_CASE("settings that cannot combine are refused, naming both keys", "[cli][slow_links]") {
@@ -193,4 +260,9 @@ TEST_CASE("settings that cannot combine are refused, naming both keys", "[cli][s
   const auto fp16 = run_dptrain(ddp + "--set parallel.local_sgd=4 --set precision=fp16");
   CHECK(fp16.status == 3);
   CHECK_THAT(fp16.err, ContainsSubstring("parallel.local_sgd: with precision \"fp16\""));
+  const auto scaled =
+      run_dptrain(ddp + "--set parallel.grad_compression=powersgd --set precision=fp16");
+  CHECK(scaled.status == 3);
+  CHECK_THAT(scaled.err, ContainsSubstring("parallel.grad_compression: \"powersgd\" with "
+                                           "precision \"fp16\""));
 }
