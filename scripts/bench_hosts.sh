@@ -23,7 +23,7 @@
 # N threads per rank (default: half the cores). Full epochs of Fashion-MNIST, global batch 256.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-threads=$(nproc) epochs=1 repeats=2 accuracy_epochs=10 resnet_steps=0
+threads=$(nproc) epochs=1 repeats=3 accuracy_epochs=10 resnet_steps=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;

@@ -91,6 +91,10 @@ int64_t DistributedDataParallel::gradient_bytes() {
     const torch::Tensor& shard = zero_->master().grad();
     bytes += shard.numel() * static_cast<int64_t>(shard.element_size());
   }
+  // PowerSGD's error feedback (a whole gradient's worth) and factors live as long as the buckets.
+  if (const torch::Tensor state = reducer_->compression_state(); state.defined()) {
+    bytes += static_cast<int64_t>(state.nbytes());
+  }
   return bytes;
 }
 
