@@ -403,9 +403,16 @@ void write_checkpoint_file(const std::filesystem::path& path, const config::Conf
       {"threads", torch::get_num_threads()},
   };
   json full_record = record;
+  // Each rank's row as a raw record of its own: read by that rank alone, after checking that the
+  // record's size is what its settings keep; left unread by everything else.
+  std::vector<serialize::RawRecord> rows;
   if (contents.rank_states.defined()) {
-    // Read first, alone, by readers that must allow for these storages before decoding them.
-    full_record["rank_states_bytes"] = contents.rank_states.nbytes();
+    full_record["rank_states"] = {{"ranks", contents.rank_states.size(0)},
+                                  {"values", contents.rank_states.size(1)}};
+    const torch::Tensor floats = contents.rank_states.to(torch::kFloat32).contiguous();
+    for (int64_t r = 0; r < floats.size(0); ++r) {
+      rows.push_back({rank_state_record(r), floats[r].contiguous()});
+    }
   }
   const auto entry = [](const char* key, ValuePtr value) {
     return std::make_pair(serialize::text(key), std::move(value));
@@ -419,10 +426,7 @@ void write_checkpoint_file(const std::filesystem::path& path, const config::Conf
       entry("optimizer", optim::state_value(config.optimizer.name, contents.optimizer)),
       entry("cpu_rng", serialize::tensor(contents.cpu_rng)),
   });
-  if (contents.rank_states.defined()) {
-    root->entries.emplace_back(entry("rank_states", serialize::tensor(contents.rank_states)));
-  }
-  core::write_file_atomic(path, serialize::encode_torch_file(*root));
+  core::write_file_atomic(path, serialize::encode_torch_file(*root, rows));
 }
 
 std::optional<std::string> checkpoint_config_text(const std::filesystem::path& path) {
@@ -468,26 +472,6 @@ auto from_record(const std::filesystem::path& path, Read read) {
   }
 }
 
-// The checkpoint's rank_states, one row per rank, as decoded: undefined where it holds none.
-// Anything but a contiguous 2-D float tensor of finite values (a broadcast view would cost more
-// memory than the file holds once copied) is damage.
-torch::Tensor rank_states_in(const Value& root) {
-  const Value* found = serialize::find(root, "rank_states");
-  if (found == nullptr) return {};  // the ranks agreed: each goes on from rank 0's
-  const torch::Tensor states = serialize::as_tensor(*found, "the checkpoint's rank_states");
-  if (states.dim() != 2 || states.size(0) < 1 || !states.is_floating_point() ||
-      !states.is_contiguous()) {
-    throw std::runtime_error("its rank_states are " + shape_of(states) + " " +
-                             std::string(c10::toString(states.scalar_type())) +
-                             (states.is_contiguous() ? "" : ", a view") +
-                             ", not floats of [ranks, values]");
-  }
-  if (!torch::isfinite(states).all().item<bool>()) {
-    throw std::runtime_error("its rank_states hold inf or nan");
-  }
-  return states;
-}
-
 // Whether the run that wrote `saved` (its resolved config) kept local SGD's rank states rather
 // than PowerSGD's.
 bool wrote_local_sgd(const json& saved) {
@@ -497,20 +481,11 @@ bool wrote_local_sgd(const json& saved) {
   return local != parallel->end() && local->is_number_integer() && local->get<int64_t>() > 0;
 }
 
-// The rank states this run takes from `states` (decoded, checked as data): none where it keeps
-// none (said); refused as a config error where the run that wrote them (`saved`) kept another
-// kind, another rank count or another width.
-torch::Tensor rank_states_for_run(const std::filesystem::path& path, const torch::Tensor& states,
-                                  const json& saved, const config::Config& config, int world,
-                                  int64_t width, torch::ScalarType dtype) {
-  if (!states.defined()) return {};
-  if (width == 0) {
-    spdlog::warn(
-        "{}: the checkpoint holds each rank's own state (local SGD or PowerSGD), which this run "
-        "does not use: every rank goes on from rank 0's",
-        path.string());
-    return {};
-  }
+// The refusal, as a config error, of rank states that this run's settings or rank count cannot
+// take: `ranks` rows of `values` written under `saved`.
+void check_rank_states_fit(const std::filesystem::path& path, int64_t ranks, int64_t values,
+                           const json& saved, const config::Config& config,
+                           const RankStateSpec& want, int64_t width) {
   const std::string keep =
       "resume with the parallel.local_sgd, parallel.grad_compression, parallel.powersgd_*, "
       "parallel.bucket_mb and optimizer settings that wrote it (its run's config.json)";
@@ -522,37 +497,89 @@ torch::Tensor rank_states_for_run(const std::filesystem::path& path, const torch
                     (config.parallel.local_sgd > 0 ? "local SGD" : "PowerSGD"),
                 keep);
   }
-  if (states.size(0) != world) {
+  if (ranks != want.world) {
     throw Error(ErrorCode::kConfig,
-                path.string() + ": the checkpoint holds the own state of " +
-                    std::to_string(states.size(0)) + " ranks (local SGD or PowerSGD), and this " +
-                    "job has " + std::to_string(world),
-                "resume on " + std::to_string(states.size(0)) + " ranks");
+                path.string() + ": the checkpoint holds the own state of " + std::to_string(ranks) +
+                    " ranks (local SGD or PowerSGD), and this job has " +
+                    std::to_string(want.world),
+                "resume on " + std::to_string(ranks) + " ranks");
   }
-  if (states.size(1) != width) {
+  if (values != width) {
     throw Error(ErrorCode::kConfig,
-                path.string() + ": the checkpoint holds " + std::to_string(states.size(1)) +
+                path.string() + ": the checkpoint holds " + std::to_string(values) +
                     " values of each rank's own state, and this run's settings keep " +
                     std::to_string(width),
                 keep);
   }
-  return states.to(dtype);
+}
+
+// This rank's row of the checkpoint's rank states (see write_checkpoint_file), in `dtype`:
+// undefined where it holds none, or where this run keeps none (`width` 0: then said, and nothing
+// of them is read). The row's record must hold exactly `width` floats (checked before anything is
+// allocated) of finite values; the rest is damage.
+torch::Tensor own_rank_state(const std::filesystem::path& path, const core::ReadOnlyFile& file,
+                             const json& record, const config::Config& config,
+                             const RankStateSpec& want, int64_t width, torch::ScalarType dtype) {
+  const auto declared = record.find("rank_states");
+  if (declared == record.end()) return {};  // the ranks agreed: each goes on from rank 0's
+  if (width == 0) {
+    spdlog::warn(
+        "{}: the checkpoint holds each rank's own state (local SGD or PowerSGD), which this run "
+        "does not use: every rank goes on from rank 0's",
+        path.string());
+    return {};
+  }
+  int64_t ranks = 0, values = 0;
+  try {
+    ranks = config::integer_at(*declared, "ranks");
+    values = config::integer_at(*declared, "values");
+  } catch (const std::exception& e) {
+    throw Error(
+        ErrorCode::kIo,
+        path.string() + ": a damaged checkpoint record: its rank_states: " + core::message_of(e),
+        kDamagedHint);
+  }
+  check_rank_states_fit(path, ranks, values, record.at("config"), config, want, width);
+  torch::Tensor row = torch::empty({width}, torch::kFloat32);
+  try {
+    const serialize::ZipReader archive(serialize::file_source(file));
+    const std::string name = rank_state_record(want.rank);
+    if (archive.size_of(name) != static_cast<uint64_t>(width) * 4) {
+      throw std::runtime_error("record " + name + " holds " +
+                               std::to_string(archive.size_of(name)) + " bytes, not " +
+                               std::to_string(width) + " floats");
+    }
+    archive.read_record(name, static_cast<char*>(row.data_ptr()));
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
+                kDamagedHint);
+  }
+  if (!torch::isfinite(row).all().item<bool>()) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": rank " + std::to_string(want.rank) +
+                    "'s own state in the checkpoint holds inf or nan",
+                "the run had diverged, or the file is damaged: resume from an earlier checkpoint");
+  }
+  return row.to(dtype);
 }
 
 }  // namespace
 
-uint64_t rank_state_allowance(const core::ReadOnlyFile& file) {
-  try {
-    const ValuePtr root = serialize::decode_torch_file(serialize::file_source(file), record_only());
-    if (serialize::find(*root, kFormatKey) == nullptr) return 0;
-    const json record = config::parse_json(serialize::as_text(
-        serialize::at(*root, "record", "the checkpoint"), "the checkpoint's record"));
-    const auto declared = record.find("rank_states_bytes");
-    if (declared == record.end() || !declared->is_number_unsigned()) return 0;
-    return std::min<uint64_t>(declared->get<uint64_t>(), file.size());
-  } catch (const std::exception&) {
-    return 0;  // not a checkpoint of this format: its reader says what is wrong
+std::string rank_state_record(int64_t rank) {
+  return "rank_states/" + std::to_string(rank);
+}
+
+uint64_t rank_states_bound(const std::vector<model::StateSpec>& specs, int world) {
+  // A row: the parameters and two optimizer tensors each (local SGD with Adam), or a bucket's
+  // worth of error feedback and factors smaller than the matrices (PowerSGD), alignment included.
+  uint64_t row = 64;
+  for (const auto& spec : specs) {
+    uint64_t numel = 1;
+    for (const int64_t d : spec.shape) numel *= static_cast<uint64_t>(d);
+    row += 3 * numel + 16;
   }
+  const auto rows = static_cast<uint64_t>(std::max(world, kRankStateRowsAlways));
+  return rows * (row * 4 + 4096);  // each row a record, with its header and padding
 }
 
 std::string checkpoint_run_id(const std::filesystem::path& path) {
@@ -575,13 +602,10 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
   state.insert(state.end(), buffers.begin(), buffers.end());
   CheckpointContents contents;
   contents.point = checked_resume_point(path, *file, config, parameters);
-  serialize::DecodeLimits limits = model::decode_limits(state);
-  limits.storage_bytes += rank_state_allowance(*file);
-  const Opened opened = open_checkpoint(path, *file, limits);
+  const Opened opened = open_checkpoint(path, *file, model::decode_limits(state));
   const Value& root = *opened.root;
   // Every tensor, and the optimizer's state, checked before the caller applies any of them.
   int64_t width = 0;  // of each rank's row of rank_states, for this run's settings
-  torch::Tensor states;
   try {
     contents.parameters = tensors_in(root, "parameters");
     check_shapes(contents.parameters, parameters, "its parameters");
@@ -597,13 +621,12 @@ CheckpointContents read_checkpoint_file(const std::filesystem::path& path,
                                             config.optimizer.name, parameters);
     contents.cpu_rng = generator_state(root);
     width = ranks.numel ? ranks.numel(contents.optimizer) : 0;
-    states = rank_states_in(root);
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
                 kDamagedHint);
   }
-  contents.rank_states = rank_states_for_run(path, states, opened.record.at("config"), config,
-                                             ranks.world, width, parameters.front().scalar_type());
+  contents.own_rank_state = own_rank_state(path, *file, opened.record, config, ranks, width,
+                                           parameters.front().scalar_type());
   return contents;
 }
 

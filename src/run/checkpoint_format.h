@@ -8,10 +8,11 @@
 // `torch.load(path, weights_only=True)`:
 //   {"dptrain_checkpoint": 4, "record": <JSON text>, "parameters": [T, ...], "buffers": [T, ...],
 //    "best_weights": [T, ...] (parameters, then buffers), "optimizer": <optimizer.state_dict()
-//    layout>, "cpu_rng": T, and where the ranks differ "rank_states": T [ranks, n]}
-// "parameters" and "optimizer" are rank 0's; "rank_states" holds what each rank keeps of its own
-// under local SGD or PowerSGD (parallel::Backend::gather_rank_states), which it takes back on
-// resume.
+//    layout>, "cpu_rng": T}
+// "parameters" and "optimizer" are rank 0's. Where the ranks differ (local SGD, PowerSGD: see
+// parallel::Backend::gather_rank_states) each rank's own state is a raw record beside the pickle,
+// rank_states/<rank>, n float32 values, which the record's "rank_states": {"ranks", "values"}
+// declares: each rank reads its own on resume, and nothing else reads them.
 // Formats 1 and 2 were TorchScript archives, which can carry code: they are refused, unread.
 // Format 3 (without a run id) is refused too, with the hint to finish it with its own version.
 //
@@ -30,6 +31,7 @@
 
 #include "config/config.h"
 #include "core/fs.h"
+#include "model/state_dict.h"
 #include "optim/param_state.h"
 #include "run/resume_point.h"
 #include "serialize/pickle.h"
@@ -43,7 +45,10 @@ struct CheckpointContents {
   std::vector<torch::Tensor> buffers;
   optim::StateList optimizer;  // the whole state, one entry per parameter
   torch::Tensor cpu_rng;       // the CPU generator's state
-  torch::Tensor rank_states;   // [ranks, n] where the ranks differ; undefined where they agree
+  // Written: every rank's own state, [ranks, n], where the ranks differ (undefined where they
+  // agree). Read: this rank's row alone, or undefined.
+  torch::Tensor rank_states;
+  torch::Tensor own_rank_state;
 };
 
 // What a resumed job wants of a checkpoint's rank_states: `world` rows of `numel(optimizer)`
@@ -51,12 +56,16 @@ struct CheckpointContents {
 // checkpoint's are left aside with a warning.
 struct RankStateSpec {
   int world = 1;
+  int rank = 0;
   std::function<int64_t(const optim::StateList&)> numel;
 };
-// The bytes of rank_states the checkpoint in `file` declares in its record, at most the file's
-// size (its storages are stored, never compressed: the bytes are there); 0 for any other file.
-// Readers add them to what the model's state can need.
-uint64_t rank_state_allowance(const core::ReadOnlyFile& file);
+// The name of `rank`'s raw record of rank states.
+std::string rank_state_record(int64_t rank);
+// What a file of the model with `specs` may hold beyond the model's state, for a job of `world`
+// ranks: rank states of max(world, 16) ranks (a job that keeps none still opens a checkpoint of
+// another rank count).
+constexpr int kRankStateRowsAlways = 16;
+uint64_t rank_states_bound(const std::vector<model::StateSpec>& specs, int world);
 
 // Writes `contents` to `path` atomically, as a checkpoint of `config`'s run (its model, resolved
 // config and this process's thread count go into the record).

@@ -10,7 +10,7 @@
 
 namespace dptrain::serialize {
 
-std::string encode_torch_file(const Value& root) {
+std::string encode_torch_file(const Value& root, const std::vector<RawRecord>& raw) {
   std::vector<torch::Tensor> storages;
   const std::string pickled = write_pickle(root, [&](const torch::Tensor& contiguous) {
     storages.push_back(contiguous);
@@ -24,6 +24,9 @@ std::string encode_torch_file(const Value& root) {
   writer.writeRecord("data.pkl", pickled.data(), pickled.size());
   for (size_t i = 0; i < storages.size(); ++i) {
     writer.writeRecord("data/" + std::to_string(i), storages[i].data_ptr(), storages[i].nbytes());
+  }
+  for (const auto& record : raw) {
+    writer.writeRecord(record.name, record.contiguous.data_ptr(), record.contiguous.nbytes());
   }
   writer.writeEndOfFile();
   return bytes;

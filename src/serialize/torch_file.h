@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "serialize/pickle.h"
 #include "serialize/zip_reader.h"
@@ -20,8 +21,15 @@ class CodeArchiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The bytes of a torch.save file holding `root`.
-std::string encode_torch_file(const Value& root);
+// A record of raw bytes beside the pickle's, which data.pkl does not name: torch.load leaves it
+// alone, and a reader that wants it reads it by name (ZipReader), checked against its own bounds.
+struct RawRecord {
+  std::string name;
+  torch::Tensor contiguous;  // its bytes, on the CPU
+};
+
+// The bytes of a torch.save file holding `root`, and `raw` records after its storages.
+std::string encode_torch_file(const Value& root, const std::vector<RawRecord>& raw = {});
 
 // The object a torch.save file holds. Throws ArchiveError or PickleError saying what is wrong,
 // and CodeArchiveError for a TorchScript archive (torch.jit.save's, or a checkpoint of dptrain

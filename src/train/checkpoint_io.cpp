@@ -38,15 +38,15 @@ run::ResumePoint apply_checkpoint(run::CheckpointContents contents,
   state.insert(state.end(), contents.buffers.begin(), contents.buffers.end());
   copy_into_model(backend, state);
   // Over rank 0's parameters and optimizer state, laid out as every rank's.
-  if (contents.rank_states.defined()) {
-    backend.load_rank_state(optimizer, contents.rank_states[backend.rank()]);
-  }
+  if (contents.own_rank_state.defined())
+    backend.load_rank_state(optimizer, contents.own_rank_state);
   return std::move(contents.point);
 }
 
 run::RankStateSpec rank_state_spec(parallel::Backend& backend) {
   run::RankStateSpec spec;
   spec.world = backend.world_size();
+  spec.rank = backend.rank();
   spec.numel = [&backend](const optim::StateList& optimizer) {
     return backend.rank_state_numel(optimizer);
   };

@@ -26,11 +26,8 @@ std::vector<torch::Tensor> read_model_file(const std::filesystem::path& path,
                                            const std::shared_ptr<const core::ReadOnlyFile>& file,
                                            const std::vector<model::StateSpec>& specs) {
   serialize::ValuePtr root;
-  // A checkpoint of local SGD or PowerSGD also holds each rank's own state: allowed for, unused.
-  serialize::DecodeLimits limits = model::decode_limits(specs);
-  limits.storage_bytes += run::rank_state_allowance(*file);
   try {
-    root = serialize::decode_torch_file(serialize::file_source(*file), limits);
+    root = serialize::decode_torch_file(serialize::file_source(*file), model::decode_limits(specs));
   } catch (const core::Error&) {
     throw;  // the file could not be read (it shrank meanwhile): its own message names it
   } catch (const serialize::CodeArchiveError& e) {

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include "core/crypto.h"
 #include "core/error.h"
-#include "run/checkpoint_format.h"
+#include "core/crypto.h"
 
 namespace dptrain::train {
 namespace {
@@ -39,13 +38,11 @@ std::optional<StartFile> agree_on_start_file(parallel::Backend& backend, const s
   std::string digest;
   try {
     start.file = std::make_shared<const core::ReadOnlyFile>(start.path);
-    // Plus what a checkpoint of local SGD or PowerSGD declares of each rank's own state.
-    const uint64_t largest = max_bytes + run::rank_state_allowance(*start.file);
-    if (start.file->size() > largest) {
+    if (start.file->size() > max_bytes) {
       throw core::Error(core::ErrorCode::kIo,
                         start.path.string() + ": " + std::to_string(start.file->size()) +
                             " bytes, more than any file of this model's weights can take (" +
-                            std::to_string(largest) + ")",
+                            std::to_string(max_bytes) + ")",
                         "give a checkpoint or model.pt of a run of this model");
     }
     // One process needs no proof that it agrees with itself.

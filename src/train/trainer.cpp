@@ -63,7 +63,9 @@ class Training {
   // Where the run begins: rank 0's checkpoint to resume, or else its weights to start from, each
   // read by every rank after checking that they all hold its bytes (train/start_file.h).
   void begin() {
-    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs));
+    // Checkpoints of local SGD and PowerSGD hold each rank's own state too.
+    const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs)) +
+                             run::rank_states_bound(s_.state_specs, s_.backend->world_size());
     if (const auto checkpoint = agree_on_start_file(*s_.backend, "resume", origin_.resume,
                                                     "the checkpoint to resume", largest)) {
       resume_from(*checkpoint);

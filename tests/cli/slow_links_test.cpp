@@ -7,6 +7,10 @@
 #include "support/fixtures.h"
 #include "support/runs.h"
 
+#include "core/fs.h"
+#include "run/checkpoint_format.h"
+#include "serialize/zip_reader.h"
+
 using namespace dptrain::testing;
 
 namespace {
@@ -77,8 +81,8 @@ void check_resumes_exactly(const TempDir& dir, const std::string& name, int rank
   }
 }
 
-// Steps 9 and 18 of the run: inside a local SGD period of 4 after 2 warm-up steps (averagings
-// after steps 3, 7, 11, 15, 19) and after PowerSGD's warm-up of 4.
+// Steps 9 and 18 of the run: inside a local SGD period of 8 after 2 warm-up steps (averagings
+// after steps 3, 11, 19) and after PowerSGD's warm-up of 4.
 const std::vector<std::string> kCuts = {"epoch-0000-batch-000009.pt", "epoch-0001-batch-000008.pt"};
 
 // The bound docs/backends.md states, on the parameters after three steps relative to each
@@ -141,20 +145,45 @@ TEST_CASE("local SGD averaging every step takes ddp's steps, to rounding",
   CHECK(m.at("comm_bytes").get<int64_t>() <= 10 * 516272 + 64);
 }
 
-TEST_CASE("local SGD every 4 steps on 2 and 3 ranks sends no gradients and resumes exactly",
-          "[cli][slow_links][resume][slow]") {
+TEST_CASE(
+    "local SGD every 8 steps on 2 and 3 ranks sends no gradients, evaluates averaged "
+    "parameters and resumes exactly",
+    "[cli][slow_links][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
-  const std::vector<std::string> local = {"--set", "parallel.local_sgd=4", "--set",
+  // Averagings after steps 3, 11 and 19; steps 9 and 18 are inside periods.
+  const std::vector<std::string> local = {"--set", "parallel.local_sgd=8", "--set",
                                           "parallel.local_sgd_warmup_steps=2"};
   check_resumes_exactly(dir, "local-2", 2, local, kCuts);
   check_resumes_exactly(dir, "local-3", 3, local, kCuts);
-  // Epoch 2's 10 steps send no gradient: averagings after steps 11, 15 and 19 of the run (the one
+  // Epoch 2's 10 steps send no gradient: averagings after steps 11 and 19 of the run (the one
   // before evaluation comes after the training pass), and the checkpoints after steps 12, 15 and
-  // 18 gather each rank's parameters and momentum: 9 times LeNet's 129,068 floats.
+  // 18 gather each rank's parameters and momentum: 8 times LeNet's 129,068 floats.
   const auto m = metrics_of(dir / "local-3").at(1);
-  CHECK(m.at("comm_bytes").get<int64_t>() >= 9 * 516272);
-  CHECK(m.at("comm_bytes").get<int64_t>() <= 9 * 516272 + 128);
+  CHECK(m.at("comm_bytes").get<int64_t>() >= 8 * 516272);
+  CHECK(m.at("comm_bytes").get<int64_t>() <= 8 * 516272 + 128);
+  // The first epoch ends after step 10, inside a period: its evaluation averaged the parameters,
+  // and its checkpoint holds equal parameters on every rank (the momentum differs); step 9's does
+  // not.
+  // Each row is a record of its own: LeNet's 129,068 parameters, then 129,068 of momentum.
+  const auto params_of_rows = [&](const char* name) {
+    const std::string bytes = dptrain::core::read_text_file(dir / "local-3" / "checkpoints" / name);
+    const dptrain::serialize::ZipReader archive(bytes);
+    std::vector<torch::Tensor> rows;
+    for (int r = 0; r < 3; ++r) {
+      REQUIRE(archive.size_of(dptrain::run::rank_state_record(r)) == 2 * 129068 * 4);
+      torch::Tensor row = torch::empty({2 * 129068});
+      archive.read_record(dptrain::run::rank_state_record(r), static_cast<char*>(row.data_ptr()));
+      rows.push_back(row.narrow(0, 0, 129068));
+    }
+    CHECK_FALSE(archive.has(dptrain::run::rank_state_record(3)));
+    return rows;
+  };
+  const auto evaluated = params_of_rows("epoch-0001.pt");
+  CHECK(torch::equal(evaluated[0], evaluated[1]));
+  CHECK(torch::equal(evaluated[0], evaluated[2]));
+  const auto apart = params_of_rows("epoch-0000-batch-000009.pt");
+  CHECK_FALSE(torch::equal(apart[0], apart[1]));
 }
 
 TEST_CASE(
