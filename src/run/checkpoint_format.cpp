@@ -515,8 +515,8 @@ void check_rank_states_fit(const std::filesystem::path& path, int64_t ranks, int
 
 // This rank's row of the checkpoint's rank states (see write_checkpoint_file), in `dtype`:
 // undefined where it holds none, or where this run keeps none (`width` 0: then said, and nothing
-// of them is read). The row's record must hold exactly `width` floats (checked before anything is
-// allocated) of finite values; the rest is damage.
+// of them is read). Every row's record must hold exactly `width` floats (checked before the row
+// is allocated), this rank's finite values; the rest is damage.
 torch::Tensor own_rank_state(const std::filesystem::path& path, const core::ReadOnlyFile& file,
                              const json& record, const config::Config& config,
                              const RankStateSpec& want, int64_t width, torch::ScalarType dtype) {
@@ -533,23 +533,34 @@ torch::Tensor own_rank_state(const std::filesystem::path& path, const core::Read
   try {
     ranks = config::integer_at(*declared, "ranks");
     values = config::integer_at(*declared, "values");
-  } catch (const std::exception& e) {
-    throw Error(
-        ErrorCode::kIo,
-        path.string() + ": a damaged checkpoint record: its rank_states: " + core::message_of(e),
-        kDamagedHint);
+  } catch (const json::exception& e) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": a damaged checkpoint record: its rank_states: " +
+                    config::plain_json_error(e),
+                kDamagedHint);
+  }
+  if (ranks < 1 || values < 1) {
+    throw Error(ErrorCode::kIo,
+                path.string() + ": a damaged checkpoint record: rank_states of " +
+                    std::to_string(ranks) + " ranks of " + std::to_string(values) + " values",
+                kDamagedHint);
   }
   check_rank_states_fit(path, ranks, values, record.at("config"), config, want, width);
-  torch::Tensor row = torch::empty({width}, torch::kFloat32);
+  torch::Tensor row;
   try {
     const serialize::ZipReader archive(serialize::file_source(file));
-    const std::string name = rank_state_record(want.rank);
-    if (archive.size_of(name) != static_cast<uint64_t>(width) * 4) {
-      throw std::runtime_error("record " + name + " holds " +
-                               std::to_string(archive.size_of(name)) + " bytes, not " +
-                               std::to_string(width) + " floats");
+    // Every rank's record, from the directory alone: a damaged one is refused by every rank, not
+    // by its own while the others go on into collectives.
+    for (int64_t r = 0; r < ranks; ++r) {
+      const std::string name = rank_state_record(r);
+      if (archive.size_of(name) != static_cast<uint64_t>(width) * 4) {
+        throw std::runtime_error("record " + name + " holds " +
+                                 std::to_string(archive.size_of(name)) + " bytes, not " +
+                                 std::to_string(width) + " floats");
+      }
     }
-    archive.read_record(name, static_cast<char*>(row.data_ptr()));
+    row = torch::empty({width}, torch::kFloat32);
+    archive.read_record(rank_state_record(want.rank), static_cast<char*>(row.data_ptr()));
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kIo, path.string() + ": a damaged checkpoint: " + core::message_of(e),
                 kDamagedHint);

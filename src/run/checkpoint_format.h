@@ -62,9 +62,10 @@ struct RankStateSpec {
 // The name of `rank`'s raw record of rank states.
 std::string rank_state_record(int64_t rank);
 // What a file of the model with `specs` may hold beyond the model's state, for a job of `world`
-// ranks: rank states of max(world, 16) ranks (a job that keeps none still opens a checkpoint of
-// another rank count).
-constexpr int kRankStateRowsAlways = 16;
+// ranks: rank states of max(world, 256) ranks (a job that keeps none, or fewer ranks, still opens
+// a checkpoint of another rank count, to refuse it by name or to take rank 0's state). It bounds
+// the file before it is hashed; no rank holds more than its own row.
+constexpr int kRankStateRowsAlways = 256;
 uint64_t rank_states_bound(const std::vector<model::StateSpec>& specs, int world);
 
 // Writes `contents` to `path` atomically, as a checkpoint of `config`'s run (its model, resolved

@@ -38,8 +38,9 @@ run::ResumePoint apply_checkpoint(run::CheckpointContents contents,
   state.insert(state.end(), contents.buffers.begin(), contents.buffers.end());
   copy_into_model(backend, state);
   // Over rank 0's parameters and optimizer state, laid out as every rank's.
-  if (contents.own_rank_state.defined())
+  if (contents.own_rank_state.defined()) {
     backend.load_rank_state(optimizer, contents.own_rank_state);
+  }
   return std::move(contents.point);
 }
 
