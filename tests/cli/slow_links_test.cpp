@@ -229,6 +229,11 @@ TEST_CASE(
     return run_dptrain(shell_words(
         slow_link_job(dir, dir / name, ranks, joined_args(extra, {"--resume", checkpoint}))));
   };
+  const auto resume_from = [&](const std::string& file) {
+    return run_dptrain(
+        shell_words(slow_link_job(dir, dir / (std::filesystem::path(file).stem().string() + "-run"),
+                                  3, joined_args(local, {"--resume", file}))));
+  };
   const auto two = resume("on-2", 2, local);
   CHECK(two.status == 3);
   CHECK_THAT(two.err, ContainsSubstring("the checkpoint holds the own state of 3 ranks (local "
@@ -246,6 +251,35 @@ TEST_CASE(
   const auto evaluated = run_dptrain(shell_words({"evaluate", "--model", checkpoint}));
   INFO(evaluated.err);
   CHECK(evaluated.status == 0);
+
+  // Rank 1's record rewritten (with a fresh checksum) holding a nan, then one value short: the
+  // file is refused, naming it.
+  const auto rewritten = [&](const std::string& name, const std::string& bytes) {
+    const auto path = (dir / name).string();
+    const std::string script =
+        "import sys, zipfile\n"
+        "src, dst, row = sys.argv[1], sys.argv[2], 'archive/rank_states/1'\n"
+        "with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, 'w') as b:\n"
+        "    for e in a.infolist():\n"
+        "        data = a.read(e)\n"
+        "        if e.filename == row: data = " +
+        bytes +
+        "\n"
+        "        b.writestr(e, data)\n";
+    const auto made =
+        run_program("/usr/bin/python3", shell_words({"-c", script, checkpoint, path}));
+    INFO(made.err);
+    REQUIRE(made.status == 0);
+    return path;
+  };
+  const auto with_nan = resume_from(rewritten("nan.pt", "b'\\x00\\x00\\xc0\\x7f' + data[4:]"));
+  CHECK(with_nan.status == 5);
+  CHECK_THAT(with_nan.err,
+             ContainsSubstring("nan.pt: rank 1's own state in the checkpoint holds inf or nan"));
+  const auto short_row = resume_from(rewritten("short.pt", "data[:-4]"));
+  CHECK(short_row.status == 5);
+  CHECK_THAT(short_row.err,
+             ContainsSubstring("short.pt: a damaged checkpoint: record rank_states/1 holds"));
 
   // PowerSGD's rows are as wide as its settings make them: another rank is refused by name.
   const std::vector<std::string> rank1 = {"--set", "parallel.grad_compression=powersgd",
