@@ -93,7 +93,7 @@ constexpr double kBf16Bound = 4.0 / 256;
 
 }  // namespace
 
-TEST_CASE("grad_compression none is today's ddp bit for bit; fp16 and bf16 round the steps",
+TEST_CASE("grad_compression none is today's ddp bit for bit, and fp16 and bf16 round the steps",
           "[cli][slow_links][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
@@ -188,7 +188,7 @@ TEST_CASE(
 
 TEST_CASE(
     "PowerSGD at ranks 1 to 4, fp16 with accumulated micro-batches and bf16 resume mid-run "
-    "exactly; PowerSGD under ZeRO stage 1 takes stage 0's steps",
+    "exactly, and PowerSGD under ZeRO stage 1 takes stage 0's steps",
     "[cli][slow_links][resume][slow]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 600, 60);
@@ -214,7 +214,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "each rank's state in a checkpoint needs the settings and ranks that wrote it; other "
+    "each rank's state in a checkpoint needs the settings and ranks that wrote it, and other "
     "runs and evaluate read the rest",
     "[cli][slow_links][resume][slow]") {
   TempDir dir;

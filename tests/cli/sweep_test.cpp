@@ -113,7 +113,7 @@ TEST_CASE("a sweep trains every point into its folder and ends with the comparis
   }
 }
 
-TEST_CASE("a job array's task runs its point alone; a preempted one goes on when requeued",
+TEST_CASE("a job array's task runs its point alone, and a preempted one goes on when requeued",
           "[cli][sweep][resume]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 3000, 30);
@@ -218,7 +218,7 @@ TEST_CASE("a sweep point that is no experiment is named before anything trains",
   CHECK_FALSE(std::filesystem::exists(dir / "s"));
 }
 
-TEST_CASE("a second whole sweep into a folder in use is refused at once; the first goes on",
+TEST_CASE("a second whole sweep into a folder in use is refused at once, and the first goes on",
           "[cli][sweep]") {
   TempDir dir;
   write_tiny_dataset(dir / "data", 1200, 30);

@@ -310,7 +310,7 @@ TEST_CASE("an unknown key is answered with the keys nearest to it, by whole path
   CHECK_THAT(none, ContainsSubstring("`dptrain config --keys`"));
 }
 
-TEST_CASE("nearest keys: the same name, its initials, or a few edits; a long name is near none",
+TEST_CASE("nearest keys: the same name, its initials, or a few edits, and a long name is near none",
           "[config]") {
   using dptrain::config::near_keys;
   using Keys = std::vector<std::string>;

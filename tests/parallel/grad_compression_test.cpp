@@ -86,8 +86,9 @@ TEST_CASE("fp16 and bf16 buckets carry the mean to their rounding, in half the b
   }
 }
 
-TEST_CASE("PowerSGD at full rank gives the mean; its warm-up is the plain all-reduce bit for bit",
-          "[parallel][slow_links]") {
+TEST_CASE(
+    "PowerSGD at full rank gives the mean, and its warm-up is the plain all-reduce bit for bit",
+    "[parallel][slow_links]") {
   constexpr int kWorld = 2;
   run_ranks(kWorld, [](int rank, std::unique_ptr<Communicator>& comm) {
     auto params = compression_params();

@@ -194,7 +194,7 @@ TEST_CASE("TFRecord frames read back, up to the first one cut short or corrupted
   CHECK(scan.valid_bytes == 0);
 }
 
-TEST_CASE("an event's step and time read back; other bytes are no event", "[serialize]") {
+TEST_CASE("an event's step and time read back, and other bytes are no event", "[serialize]") {
   const auto header =
       decode_event_header(scalars_event(1700000000.25, 123456789012, {{"a/b", 0.5f}}));
   REQUIRE(header);

@@ -244,7 +244,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a rendezvous file that no rank 0 serves any more is removed at the next start; one "
+    "a rendezvous file that no rank 0 serves any more is removed at the next start, and one "
     "served, or just written, stays",
     "[dist][store]") {
   TempDir runtime;
