@@ -66,7 +66,6 @@ class GradReducer {
   // communication that backward did not hide.
   double wait_seconds() const { return wait_seconds_; }
   // The optimizer steps reduced so far, which PowerSGD's warm-up counts: set by a resumed run.
-  int64_t reduced_steps() const { return reduced_steps_; }
   void set_reduced_steps(int64_t steps) { reduced_steps_ = steps; }
   // The compression's per-rank state (grad_compression.h); undefined without one or where it has
   // none.

@@ -1,8 +1,37 @@
 #include "parallel/local_sgd.h"
 
+#include <ATen/ATen.h>
+
 #include "core/timer.h"
 
 namespace dptrain::parallel {
+
+namespace {
+
+// `flat`'s consecutive pieces into `targets`, shaped as each.
+void copy_from_flat(const torch::Tensor& flat, const std::vector<torch::Tensor>& targets) {
+  const std::vector<torch::Tensor> pieces = at::unflatten_dense_tensors(flat, targets);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    torch::Tensor target = targets[i];
+    target.copy_(pieces[i]);
+  }
+}
+
+// The parameters, then the state tensors of every parameter that has them, in order: what a row
+// holds.
+std::vector<torch::Tensor> row_tensors(const std::vector<torch::Tensor>& params,
+                                       const optim::StateList& states) {
+  std::vector<torch::Tensor> tensors = params;
+  for (const auto& s : states) {
+    if (!s) continue;
+    for (const auto& t : s->tensors) {
+      if (t.defined()) tensors.push_back(t);
+    }
+  }
+  return tensors;
+}
+
+}  // namespace
 
 LocalSgd::LocalSgd(int64_t period, int64_t warmup, std::vector<torch::Tensor> params,
                    distributed::Communicator& comm)
@@ -30,65 +59,35 @@ void LocalSgd::start_at(int64_t steps_taken) {
 
 void LocalSgd::average() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> flat;
-  for (const auto& p : params_) flat.push_back(p.reshape({-1}));
-  torch::Tensor all = torch::cat(flat).div_(comm_.world_size());
+  const torch::Tensor all = at::flatten_dense_tensors(params_).div_(comm_.world_size());
   const core::Stopwatch waiting;
   comm_.all_reduce(all, "local SGD's averaging of parameters");
   wait_seconds_ += waiting.seconds();
-  int64_t at = 0;
-  for (auto& p : params_) {
-    p.copy_(all.narrow(0, at, p.numel()).view_as(p));
-    at += p.numel();
-  }
+  copy_from_flat(all, params_);
   diverged_ = false;
 }
 
-namespace {
-
-// The state tensors of every parameter that has them, in order: what a row holds after the
-// parameters.
-std::vector<torch::Tensor> state_tensors(const optim::StateList& states) {
-  std::vector<torch::Tensor> tensors;
-  for (const auto& s : states) {
-    if (!s) continue;
-    for (const auto& t : s->tensors) {
-      if (t.defined()) tensors.push_back(t);
-    }
-  }
-  return tensors;
-}
-
-}  // namespace
-
 torch::Tensor LocalSgd::state(const torch::optim::Optimizer& optimizer) const {
-  std::vector<torch::Tensor> flat;
-  for (const auto& p : params_) flat.push_back(p.detach().reshape({-1}));
-  for (const auto& t : state_tensors(optim::read_state(optimizer, params_))) {
-    flat.push_back(t.reshape({-1}).to(params_.front().scalar_type()));
-  }
-  return torch::cat(flat).cpu();
+  torch::NoGradGuard no_grad;
+  return at::flatten_dense_tensors(row_tensors(params_, optim::read_state(optimizer, params_)))
+      .cpu();
 }
 
 int64_t LocalSgd::state_numel(const optim::StateList& optimizer) const {
   int64_t n = 0;
-  for (const auto& p : params_) n += p.numel();
-  for (const auto& t : state_tensors(optimizer)) n += t.numel();
+  for (const auto& t : row_tensors(params_, optimizer)) n += t.numel();
   return n;
 }
 
 void LocalSgd::load_state(torch::optim::Optimizer& optimizer, const torch::Tensor& row) {
   torch::NoGradGuard no_grad;
-  const optim::StateList states = optim::read_state(optimizer, params_);
-  TORCH_CHECK(row.dim() == 1 && row.numel() == state_numel(states), "local SGD: a rank's state of ",
-              row.numel(), " values for ", state_numel(states));
-  int64_t at = 0;
-  const auto take = [&](torch::Tensor t) {
-    t.copy_(row.narrow(0, at, t.numel()).view_as(t));
-    at += t.numel();
-  };
-  for (auto& p : params_) take(p);
-  for (auto& t : state_tensors(states)) take(t);
+  const std::vector<torch::Tensor> targets =
+      row_tensors(params_, optim::read_state(optimizer, params_));
+  int64_t numel = 0;
+  for (const auto& t : targets) numel += t.numel();
+  TORCH_CHECK(row.dim() == 1 && row.numel() == numel, "local SGD: a rank's state of ", row.numel(),
+              " values for ", numel);
+  copy_from_flat(row, targets);
 }
 
 }  // namespace dptrain::parallel

@@ -88,9 +88,7 @@ class Approximation : public InFlight {
 
  private:
   static int64_t numel_of(const BucketShape::Member& member) {
-    int64_t n = 1;
-    for (int64_t s : member.sizes) n *= s;
-    return n;
+    return c10::multiply_integers(member.sizes);
   }
   torch::Tensor p_of(const PowerSgd::Matrix& m) const {
     return ps_.narrow(0, m.p_offset, m.rows * m.rank).view({m.rows, m.rank});
@@ -137,8 +135,7 @@ PowerSgd::PowerSgd(const CompressionSpec& spec, const std::vector<BucketShape>& 
     Plan plan;
     for (const auto& member : shape.members) {
       const int64_t rows = member.sizes.empty() ? 1 : member.sizes[0];
-      int64_t numel = 1;
-      for (int64_t s : member.sizes) numel *= s;
+      const int64_t numel = c10::multiply_integers(member.sizes);
       const int64_t cols = rows == 0 ? 0 : numel / rows;
       const int64_t rank = std::min({rows, cols, spec.powersgd_rank});
       if (rank > 0 && worth_compressing(rows, cols, rank, spec.powersgd_min_compression)) {
