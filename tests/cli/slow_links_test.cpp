@@ -15,37 +15,17 @@ using namespace dptrain::testing;
 
 namespace {
 
-// 600 images in batches of 60 (which 2 and 3 ranks split): 10 steps an epoch, two epochs, of
-// momentum SGD, whose state a checkpoint must carry.
+// support/runs.h's momentum-SGD run (two epochs, state a checkpoint must carry) on 600 images in
+// batches of 60, which 2 and 3 ranks split: 10 steps an epoch, over `ranks` ddp ranks.
 std::vector<std::string> slow_link_job(const TempDir& dir, const std::filesystem::path& out,
                                        int ranks, const std::vector<std::string>& extra) {
   std::string devices = "[\"cpu\"";
   for (int r = 1; r < ranks; ++r) devices += ",\"cpu\"";
-  std::vector<std::string> args = {"train",
-                                   "--set",
-                                   "data.dir=" + (dir / "data").string(),
-                                   "--set",
-                                   "data.batch_size=60",
-                                   "--set",
-                                   "train.epochs=2",
-                                   "--set",
-                                   "model.init_std=0.1",
-                                   "--set",
-                                   "optimizer.lr=0.05",
-                                   "--set",
-                                   "optimizer.momentum=0.9",
-                                   "--set",
-                                   "runtime.threads=1",
-                                   "--set",
-                                   "parallel.timeout_s=60",
-                                   "--set",
-                                   "parallel.backend=ddp",
-                                   "--set",
-                                   "parallel.devices=" + devices + "]",
-                                   "--output",
-                                   out.string()};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  std::vector<std::string> settings = {"--set", "data.batch_size=60",
+                                       "--set", "parallel.backend=ddp",
+                                       "--set", "parallel.devices=" + devices + "]"};
+  settings.insert(settings.end(), extra.begin(), extra.end());
+  return momentum_sgd_job(dir / "data", settings, out);
 }
 
 // Runs `job` into `dir / name`; its final parameters.
