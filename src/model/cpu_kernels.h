@@ -21,4 +21,8 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const t
 torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias);
 
+// How many of LibTorch's intra-op threads the at::parallel_for in dptrain's own kernels reaches:
+// all of them in a build with GNU OpenMP, 1 without (the CMakeLists says why).
+int own_kernel_threads();
+
 }  // namespace dptrain::model

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/holdout.h"
 #include "data/locate.h"
+#include "model/cpu_kernels.h"
 #include "model/registry.h"
 #include "model/state_dict.h"
 #include "optim/optimizer.h"
@@ -52,6 +53,12 @@ void apply_runtime(const config::Config& config, const launch::RankInfo& rank) {
                           ? static_cast<int>(config.runtime.threads)
                           : cores / cpu_compute_threads(config.parallel, rank);
   torch::set_num_threads(std::max(1, threads));
+  if (threads > 1 && model::own_kernel_threads() < threads) {
+    spdlog::warn(
+        "dptrain's own CPU kernels (LeNet's first block, ReLU and pooling) run on one of "
+        "the {} threads: this build has no GNU OpenMP (build it with GCC to use them all)",
+        threads);
+  }
 }
 
 // The loader keys that do nothing with this placement and device, said once instead of ignored.

@@ -1,6 +1,9 @@
 #include "support/catch.h"
+#include "support/skip.h"
 
+#include "build_features.h"
 #include "core/torch_compat.h"
+#include "model/cpu_kernels.h"
 #include "model/fused_input_block.h"
 
 using namespace dptrain::model;
@@ -66,6 +69,17 @@ TEST_CASE("the fused input block computes conv, ReLU and average pooling, and th
     torch::NoGradGuard no_grad;
     CHECK(torch::equal(fused_input_block(x, w, b), fused.out.detach()));
   }
+}
+
+TEST_CASE("dptrain's own kernels split their work over every LibTorch thread", "[model]") {
+  // Without OpenMP in dptrain's build, at::parallel_for runs the whole range on one thread.
+  if (!DPTRAIN_WITH_GNU_OPENMP)
+    DPTRAIN_SKIP("built without GNU OpenMP (clang): the kernels use one thread");
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  const int used = own_kernel_threads();
+  at::set_num_threads(threads);
+  CHECK(used == 2);
 }
 
 TEST_CASE("the fused input block's gradients are the same bits at any thread count", "[model]") {
