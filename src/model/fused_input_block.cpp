@@ -1,5 +1,6 @@
 #include "model/fused_input_block.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -21,7 +22,10 @@ namespace {
 constexpr int64_t kLanes = 8;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 typedef int32_t LaneInts __attribute__((vector_size(kLanes * sizeof(int32_t))));
-typedef uint8_t LaneBytes __attribute__((vector_size(kLanes)));
+// ReLU's mask keeps one bit per pre-activation: a byte per kLanes channels (lane i is bit i) at
+// each of a pooling window's 4 positions, the window's 4 bytes side by side.
+constexpr LaneInts kLaneBits = {1, 2, 4, 8, 16, 32, 64, 128};
+static_assert(kLanes == 8, "a mask byte holds kLanes bits");
 
 // GCC warns that passing these by value changes with AVX: they are forced inline and file-local,
 // so no call between differently compiled code exists (without always_inline an -O0 build would
@@ -53,6 +57,8 @@ struct Geometry {
                                   // cut off by the pooling, as avg_pool2d floors)
   int64_t taps() const { return kernel * kernel; }
   int64_t pixels() const { return 4 * pooled_h * pooled_w; }
+  int64_t blocks() const { return padded / kLanes; }
+  int64_t mask_bytes() const { return pixels() * blocks(); }  // an image's
 };
 
 Geometry geometry_of(const torch::Tensor& x, int64_t channels, int64_t kernel) {
@@ -81,37 +87,144 @@ torch::Tensor padded_bias(const torch::Tensor& bias, const Geometry& g) {
   return padded;
 }
 
+// The kernels take up to kGroupBlocks blocks of kLanes channels at a time and keep NB x 4
+// accumulators in registers (4 convolution outputs, or 4 pixels' sums): each weight or gradient
+// vector loaded serves 4 of them, and consecutive FMAs do not wait on each other (an FMA's
+// latency is 4 cycles; one chain of dependent FMAs ran at an eighth of the core's rate).
+constexpr int64_t kGroupBlocks = 4;
+
+// One image's channels [cb, cb + NB kLanes) of the forward pass (see forward_image).
+template <int NB>
+__attribute__((always_inline)) inline void forward_group(
+    const float* __restrict in, const float* __restrict taps, const float* __restrict bias,
+    const Geometry& g, int64_t cb, float* __restrict pooled, uint8_t* __restrict mask) {
+  const Lanes zero = {};
+  for (int64_t i = 0; i < g.pooled_h; ++i) {
+    for (int64_t j = 0; j < g.pooled_w; ++j) {
+      // The pooling window's 4 pre-activations, in avg_pool2d's order: (2i, 2j), (2i, 2j + 1),
+      // (2i + 1, 2j), (2i + 1, 2j + 1). Each is the bias plus the taps in order, as before.
+      Lanes pre[4][NB];
+      for (int p = 0; p < 4; ++p)
+        for (int b = 0; b < NB; ++b) pre[p][b] = load<Lanes>(bias + cb + b * kLanes);
+      const float* corner = in + 2 * i * g.width + 2 * j;
+      for (int64_t ky = 0; ky < g.kernel; ++ky) {
+        for (int64_t kx = 0; kx < g.kernel; ++kx) {
+          const float* tap = taps + (ky * g.kernel + kx) * g.padded + cb;
+          const float* at = corner + ky * g.width + kx;
+          const float v[4] = {at[0], at[1], at[g.width], at[g.width + 1]};
+          for (int b = 0; b < NB; ++b) {
+            const Lanes w = load<Lanes>(tap + b * kLanes);
+            for (int p = 0; p < 4; ++p) pre[p][b] += w * v[p];
+          }
+        }
+      }
+      for (int b = 0; b < NB; ++b) {
+        Lanes sum = zero;
+        LaneInts bits = {};  // position p's mask in bits 8p to 8p + 7
+        for (int p = 0; p < 4; ++p) {
+          // relu's rule: x <= 0 gives 0, anything else (NaN too) passes.
+          const LaneInts blocked = pre[p][b] <= zero;  // -1 where blocked, else 0
+          sum += blocked ? zero : pre[p][b];
+          bits |= ~blocked & (kLaneBits << (8 * p));
+        }
+        store(pooled + (i * g.pooled_w + j) * g.padded + cb + b * kLanes, sum * 0.25f);
+        if (mask != nullptr) {
+          // One reduction across the lanes for all 4 positions (one each cost as much as the
+          // taps' FMAs).
+          uint32_t word = 0;
+          for (int lane = 0; lane < kLanes; ++lane) word |= static_cast<uint32_t>(bits[lane]);
+          uint8_t* here = mask + ((i * g.pooled_w + j) * g.blocks() + cb / kLanes + b) * 4;
+          for (int p = 0; p < 4; ++p) here[p] = static_cast<uint8_t>(word >> (8 * p));
+        }
+      }
+    }
+  }
+}
+
+// Up to kGroupBlocks blocks from block `first` on. The groups are dispatched by a switch in each
+// cloned function, not through a lambda: a lambda is a function of its own, compiled for the
+// baseline target, and the vector loops inside it ran at half the speed of the old scalar ones.
+inline int64_t group_blocks(const Geometry& g, int64_t first) {
+  return std::min(kGroupBlocks, g.blocks() - first);
+}
+
 // One image: pooled [pooled_h, pooled_w, padded] and, where mask is not null, whether ReLU let
-// each pre-activation through, [2 pooled_h, 2 pooled_w, padded]. The pooling adds its 4 inputs
-// in avg_pool2d's order and divides by 4 exactly (x 0.25).
+// each pre-activation through, [pooled_h, pooled_w, padded / kLanes, 4] bytes. The pooling adds
+// its 4 inputs in avg_pool2d's order and divides by 4 exactly (x 0.25).
 DPTRAIN_VECTOR_CLONES
 void forward_image(const float* __restrict in, const float* __restrict taps,
                    const float* __restrict bias, const Geometry& g, float* __restrict pooled,
                    uint8_t* __restrict mask) {
+  for (int64_t first = 0; first < g.blocks(); first += kGroupBlocks) {
+    const int64_t cb = first * kLanes;
+    switch (group_blocks(g, first)) {
+      case 1:
+        forward_group<1>(in, taps, bias, g, cb, pooled, mask);
+        break;
+      case 2:
+        forward_group<2>(in, taps, bias, g, cb, pooled, mask);
+        break;
+      case 3:
+        forward_group<3>(in, taps, bias, g, cb, pooled, mask);
+        break;
+      default:
+        forward_group<4>(in, taps, bias, g, cb, pooled, mask);
+        break;
+    }
+  }
+}
+
+// One image's share of the gradients of channels [cb, cb + NB kLanes), pooled row by pooled row:
+// first the gradient that reaches each of the row's 2 x 2 pooled_w pre-activations (`through`,
+// [2 pooled_w x 2, NB kLanes]: the pooled gradient where ReLU passed, else 0), then for each tap
+// its sum times the input under it, over 4 pixels at a time in 4 x NB accumulators.
+template <int NB>
+__attribute__((always_inline)) inline void backward_group(
+    const float* __restrict in, const float* __restrict grad, const uint8_t* __restrict mask,
+    const Geometry& g, int64_t cb, float* __restrict through, float* __restrict taps_grad,
+    float* __restrict bias_grad) {
   const Lanes zero = {};
+  const int64_t row = 2 * g.pooled_w;  // pre-activations in a row the pooling covers
+  constexpr int64_t kWidth = NB * kLanes;
   for (int64_t i = 0; i < g.pooled_h; ++i) {
-    for (int64_t j = 0; j < g.pooled_w; ++j) {
-      for (int64_t cb = 0; cb < g.padded; cb += kLanes) {
-        Lanes sum = zero;
-        for (int64_t y = 2 * i; y < 2 * i + 2; ++y) {
-          for (int64_t x = 2 * j; x < 2 * j + 2; ++x) {
-            Lanes pre = load<Lanes>(bias + cb);
-            for (int64_t ky = 0; ky < g.kernel; ++ky) {
-              for (int64_t kx = 0; kx < g.kernel; ++kx) {
-                const float v = in[(y + ky) * g.width + x + kx];
-                pre += load<Lanes>(taps + (ky * g.kernel + kx) * g.padded + cb) * v;
-              }
-            }
-            // relu's rule: x <= 0 gives 0, anything else (NaN too) passes.
-            const LaneInts blocked = pre <= zero;  // -1 where blocked, else 0
-            sum += blocked ? zero : pre;
-            if (mask != nullptr) {
-              store(mask + (y * 2 * g.pooled_w + x) * g.padded + cb,
-                    __builtin_convertvector(blocked + 1, LaneBytes));
-            }
-          }
+    Lanes bias_sum[NB];
+    for (int b = 0; b < NB; ++b) bias_sum[b] = zero;
+    for (int64_t q = 0; q < 2 * row; ++q) {
+      const int64_t x = q % row;
+      const float* grad_here = grad + (i * g.pooled_w + x / 2) * g.padded + cb;
+      const int64_t position = 2 * (q / row) + x % 2;  // in its pooling window
+      const uint8_t* mask_here =
+          mask + ((i * g.pooled_w + x / 2) * g.blocks() + cb / kLanes) * 4 + position;
+      for (int b = 0; b < NB; ++b) {
+        const LaneInts passed = (LaneInts{} + mask_here[4 * b]) & kLaneBits;
+        const Lanes t = passed != 0 ? load<Lanes>(grad_here + b * kLanes) : zero;
+        store(through + q * kWidth + b * kLanes, t);
+        bias_sum[b] += t;
+      }
+    }
+    for (int b = 0; b < NB; ++b) {
+      float* bias_here = bias_grad + cb + b * kLanes;
+      store(bias_here, load<Lanes>(bias_here) + bias_sum[b]);
+    }
+    for (int64_t ky = 0; ky < g.kernel; ++ky) {
+      for (int64_t kx = 0; kx < g.kernel; ++kx) {
+        // Input pixel (2i + r + ky, x + kx) lies under pre-activation (2i + r, x) for this tap.
+        const float* top = in + (2 * i + ky) * g.width + kx;
+        Lanes acc[4][NB];
+        for (int u = 0; u < 4; ++u)
+          for (int b = 0; b < NB; ++b) acc[u][b] = zero;
+        for (int64_t x = 0; x < row; x += 2) {  // row is even: 2 columns of both rows at a time
+          const float v[4] = {top[x], top[x + 1], top[g.width + x], top[g.width + x + 1]};
+          const int64_t q[4] = {x, x + 1, row + x, row + x + 1};
+          for (int u = 0; u < 4; ++u)
+            for (int b = 0; b < NB; ++b)
+              acc[u][b] += load<Lanes>(through + q[u] * kWidth + b * kLanes) * v[u];
         }
-        store(pooled + (i * g.pooled_w + j) * g.padded + cb, sum * 0.25f);
+        float* tap = taps_grad + (ky * g.kernel + kx) * g.padded + cb;
+        for (int b = 0; b < NB; ++b) {
+          const Lanes sum = (acc[0][b] + acc[1][b]) + (acc[2][b] + acc[3][b]);
+          store(tap + b * kLanes, load<Lanes>(tap + b * kLanes) + sum);
+        }
       }
     }
   }
@@ -119,27 +232,26 @@ void forward_image(const float* __restrict in, const float* __restrict taps,
 
 // One image's share of the gradients: `grad` is the pooled output's gradient already divided by
 // 4 ([pooled_h, pooled_w, padded]); adds into taps_grad [k*k, padded] and bias_grad [padded].
+// `through` is scratch of 4 pooled_w x kGroupBlocks x kLanes floats.
 DPTRAIN_VECTOR_CLONES
 void backward_image(const float* __restrict in, const float* __restrict grad,
-                    const uint8_t* __restrict mask, const Geometry& g, float* __restrict taps_grad,
-                    float* __restrict bias_grad) {
-  const Lanes zero = {};
-  for (int64_t y = 0; y < 2 * g.pooled_h; ++y) {
-    for (int64_t x = 0; x < 2 * g.pooled_w; ++x) {
-      const float* grad_here = grad + ((y / 2) * g.pooled_w + x / 2) * g.padded;
-      const uint8_t* mask_here = mask + (y * 2 * g.pooled_w + x) * g.padded;
-      for (int64_t cb = 0; cb < g.padded; cb += kLanes) {
-        const LaneInts passed = __builtin_convertvector(load<LaneBytes>(mask_here + cb), LaneInts);
-        const Lanes through = passed != 0 ? load<Lanes>(grad_here + cb) : zero;
-        store(bias_grad + cb, load<Lanes>(bias_grad + cb) + through);
-        for (int64_t ky = 0; ky < g.kernel; ++ky) {
-          for (int64_t kx = 0; kx < g.kernel; ++kx) {
-            const float v = in[(y + ky) * g.width + x + kx];
-            float* tap = taps_grad + (ky * g.kernel + kx) * g.padded + cb;
-            store(tap, load<Lanes>(tap) + through * v);
-          }
-        }
-      }
+                    const uint8_t* __restrict mask, const Geometry& g, float* __restrict through,
+                    float* __restrict taps_grad, float* __restrict bias_grad) {
+  for (int64_t first = 0; first < g.blocks(); first += kGroupBlocks) {
+    const int64_t cb = first * kLanes;
+    switch (group_blocks(g, first)) {
+      case 1:
+        backward_group<1>(in, grad, mask, g, cb, through, taps_grad, bias_grad);
+        break;
+      case 2:
+        backward_group<2>(in, grad, mask, g, cb, through, taps_grad, bias_grad);
+        break;
+      case 3:
+        backward_group<3>(in, grad, mask, g, cb, through, taps_grad, bias_grad);
+        break;
+      default:
+        backward_group<4>(in, grad, mask, g, cb, through, taps_grad, bias_grad);
+        break;
     }
   }
 }
@@ -166,8 +278,7 @@ std::pair<torch::Tensor, torch::Tensor> run_forward(const torch::Tensor& x,
   torch::Tensor pooled = torch::empty({g.images, g.channels, g.pooled_h, g.pooled_w},
                                       x.options().memory_format(torch::MemoryFormat::ChannelsLast));
   torch::Tensor mask;
-  if (keep_mask)
-    mask = torch::empty({g.images, g.pixels() * g.padded}, x.options().dtype(torch::kUInt8));
+  if (keep_mask) mask = torch::empty({g.images, g.mask_bytes()}, x.options().dtype(torch::kUInt8));
   const int64_t image_size = g.height * g.width;
   const int64_t pooled_pixels = g.pooled_h * g.pooled_w;
   at::parallel_for(0, g.images, 1, [&](int64_t begin, int64_t end) {
@@ -175,7 +286,7 @@ std::pair<torch::Tensor, torch::Tensor> run_forward(const torch::Tensor& x,
     for (int64_t n = begin; n < end; ++n) {
       forward_image(input.data_ptr<float>() + n * image_size, taps.data_ptr<float>(),
                     bias_padded.data_ptr<float>(), g, padded_out.data(),
-                    keep_mask ? mask.data_ptr<uint8_t>() + n * g.pixels() * g.padded : nullptr);
+                    keep_mask ? mask.data_ptr<uint8_t>() + n * g.mask_bytes() : nullptr);
       copy_rows(padded_out.data(), g.padded,
                 pooled.data_ptr<float>() + n * pooled_pixels * g.channels, g.channels,
                 pooled_pixels, 1.0f);
@@ -200,6 +311,7 @@ std::pair<torch::Tensor, torch::Tensor> run_backward(const torch::Tensor& x,
   const int64_t pooled_pixels = g.pooled_h * g.pooled_w;
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> padded_grad(static_cast<size_t>(pooled_pixels * g.padded));
+    std::vector<float> through(static_cast<size_t>(4 * g.pooled_w * kGroupBlocks * kLanes));
     for (int64_t b = begin; b < end; ++b) {
       float* partial = partials.data_ptr<float>() + b * partial_size;
       for (int64_t n = b * kBlockImages; n < std::min(g.images, (b + 1) * kBlockImages); ++n) {
@@ -207,7 +319,7 @@ std::pair<torch::Tensor, torch::Tensor> run_backward(const torch::Tensor& x,
         copy_rows(grad.data_ptr<float>() + n * pooled_pixels * g.channels, g.channels,
                   padded_grad.data(), g.padded, pooled_pixels, 0.25f);
         backward_image(input.data_ptr<float>() + n * image_size, padded_grad.data(),
-                       mask.data_ptr<uint8_t>() + n * g.pixels() * g.padded, g, partial,
+                       mask.data_ptr<uint8_t>() + n * g.mask_bytes(), g, through.data(), partial,
                        partial + g.taps() * g.padded);
       }
     }

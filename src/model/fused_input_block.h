@@ -4,7 +4,7 @@
 // training step. oneDNN's convolution runs at 10-20 GFLOP/s with a single input channel, and the
 // ReLU, the pooling and the layout conversions each read and write the batch's 13.8 MB activation
 // once more, forward and backward. Here each image is read once, the activation stays in
-// registers, and backward reads a one-byte mask of where ReLU passed.
+// registers, and backward reads a mask of where ReLU passed (a bit per value).
 // The result does not depend on the thread count: the weight gradient is summed per fixed block
 // of images and the blocks are added in order.
 #pragma once

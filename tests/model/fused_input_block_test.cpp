@@ -37,13 +37,15 @@ torch::Tensor reference_block(const torch::Tensor& x, const torch::Tensor& w,
 
 TEST_CASE("the fused input block computes conv, ReLU and average pooling, and their gradients",
           "[model]") {
-  // LeNet's shape, channel counts that are and are not a multiple of the kernel's lanes, a 5x5
-  // kernel, and odd convolution outputs whose last row and column the pooling drops.
+  // LeNet's shape, channel counts that are and are not a multiple of the kernel's lanes, more
+  // channels than one group of the kernel's accumulators holds (40: 32 + 8), a 5x5 kernel, and
+  // odd convolution outputs whose last row and column the pooling drops.
   const std::vector<std::array<int64_t, 4>> shapes = {// images, side, channels, kernel
                                                       {9, 28, 20, 3},
                                                       {3, 12, 16, 3},
                                                       {2, 11, 3, 5},
-                                                      {5, 10, 1, 2}};
+                                                      {5, 10, 1, 2},
+                                                      {2, 9, 40, 3}};
   for (const auto& [images, side, channels, kernel] : shapes) {
     CAPTURE(images, side, channels, kernel);
     torch::manual_seed(static_cast<uint64_t>(side));
