@@ -44,8 +44,8 @@ struct OpInputs : at::ObserverContext {
 };
 
 // aten::convolution (under conv2d and the backends' own kernels), LeNet's fused input block, and
-// aten::linear / aten::mm / aten::addmm as dispatched at the top: a linear that becomes an addmm
-// is counted once.
+// aten::linear / aten::mm / aten::addmm / aten::mkldnn_linear (model/cpu_kernels.h's dense) as
+// dispatched at the top: a linear that becomes an addmm is counted once.
 std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const auto inputs = fn.inputs();
@@ -62,7 +62,7 @@ std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
                                       4 * 2 * (weight->numel() / weight->size(0)));
   }
   if (name == "aten::linear" || name == "aten::matmul" || name == "aten::mm" ||
-      name == "aten::addmm") {
+      name == "aten::addmm" || name == "aten::mkldnn_linear") {
     const torch::Tensor* input = tensor_at(inputs, name == "aten::addmm" ? 1 : 0);
     if (input == nullptr || input->dim() == 0) return nullptr;
     return std::make_unique<OpInputs>(OpInputs::Kind::kMatmul, 2 * input->size(-1));

@@ -78,11 +78,29 @@ TEST_CASE("the CPU compute path gives d2l's forward and gradients", "[model]") {
   }
 }
 
-TEST_CASE("dense() equals torch::linear", "[model]") {
-  const auto x = torch::randn({7, 30});
-  const auto w = torch::randn({4, 30});
-  const auto b = torch::randn({4});
-  CHECK(torch::allclose(dense(x, w, b), torch::linear(x, w, b), 1e-5, 1e-5));
+TEST_CASE("dense() equals torch::linear, and so do its gradients", "[model]") {
+  torch::manual_seed(3);
+  // A strided input (every other column), inputs that do and do not need a gradient, and outputs
+  // narrower and wider than those that dense() takes to oneDNN's inner product.
+  const auto x_wide = torch::randn({7, 60});
+  for (const auto& [input_grad, outputs] :
+       {std::pair{true, 4}, {false, 4}, {true, 20}, {false, 20}}) {
+    CAPTURE(input_grad, outputs);
+    const auto probe = torch::randn({7, outputs});
+    std::vector<torch::Tensor> grads[2];
+    torch::Tensor out[2];
+    for (int reference = 0; reference < 2; ++reference) {
+      const auto x = x_wide.slice(1, 0, 60, 2).detach().requires_grad_(input_grad);
+      torch::manual_seed(4);
+      const auto w = torch::randn({outputs, 30}).requires_grad_();
+      const auto b = torch::randn({outputs}).requires_grad_();
+      out[reference] = reference ? torch::linear(x, w, b) : dense(x, w, b);
+      (out[reference] * probe).sum().backward();
+      grads[reference] = {w.grad(), b.grad(), input_grad ? x.grad() : torch::zeros({7, 30})};
+    }
+    CHECK(torch::allclose(out[0], out[1], 1e-5, 1e-5));
+    for (size_t i = 0; i < 3; ++i) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-5, 1e-5));
+  }
 }
 
 TEST_CASE("the registry builds LeNet by name and refuses unknown names", "[model]") {
