@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <tuple>
 
 #include <ATen/Parallel.h>
 
@@ -13,6 +14,11 @@ namespace dptrain::model {
 
 bool use_onednn_path(const torch::Tensor& t) {
   return t.device().is_cpu() && at::hasMKLDNN();
+}
+
+bool is_cpu_fp32(const torch::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
+         t.layout() == torch::kStrided;
 }
 
 namespace {
@@ -41,28 +47,23 @@ class OneDnnDense : public torch::autograd::Function<OneDnnDense> {
     if (ctx->needs_input_grad(0)) {
       x_grad = at::mkldnn_linear(grad, weight.t().contiguous(), {}).to_dense();
     }
-    auto [weight_grad, bias_grad] =
-        at::mkldnn_linear_backward_weights(grad, x.to_mkldnn(), weight, /*bias_defined=*/true);
+    torch::Tensor weight_grad, bias_grad;
+    if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
+      std::tie(weight_grad, bias_grad) =
+          at::mkldnn_linear_backward_weights(grad, x.to_mkldnn(), weight, /*bias_defined=*/true);
+    }
     return {x_grad, weight_grad, bias_grad};
   }
 };
 
 bool onednn_dense_applies(const torch::Tensor& x, const torch::Tensor& weight,
                           const torch::Tensor& bias) {
-  const auto cpu_float = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
-           t.layout() == torch::kStrided;
-  };
   // Under CPU autocast the product is LibTorch's 1x1 convolution, in bfloat16 as the precision
   // promises.
   if (!at::hasMKLDNN() || core::compat::autocast_enabled(c10::DeviceType::CPU)) return false;
-  // A narrow output stays a 1x1 convolution: oneDNN 2.6 computes the inner product's input
-  // gradient there with a generic GEMM, 0.34 ms for LeNet's 128 -> 10 layer at batch 256 against
-  // 0.01 ms as a convolution.
-  constexpr int64_t kNarrowestOutput = 16;
-  return cpu_float(x) && cpu_float(weight) && cpu_float(bias) && x.dim() == 2 &&
+  return is_cpu_fp32(x) && is_cpu_fp32(weight) && is_cpu_fp32(bias) && x.dim() == 2 &&
          weight.dim() == 2 && bias.dim() == 1 && x.size(1) == weight.size(1) &&
-         bias.size(0) == weight.size(0) && x.size(0) > 0 && weight.size(0) >= kNarrowestOutput;
+         bias.size(0) == weight.size(0) && x.size(0) > 0;
 }
 
 }  // namespace
@@ -70,7 +71,7 @@ bool onednn_dense_applies(const torch::Tensor& x, const torch::Tensor& weight,
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight,
                     const torch::Tensor& bias) {
   if (onednn_dense_applies(x, weight, bias)) {
-    return OneDnnDense::apply(x.contiguous(), weight.contiguous(), bias);
+    return OneDnnDense::apply(x.contiguous(), weight.contiguous(), bias.contiguous());
   }
   if (!use_onednn_path(x)) return torch::linear(x, weight, bias);
   const int64_t n = x.size(0);

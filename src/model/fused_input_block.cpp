@@ -8,6 +8,7 @@
 #include <ATen/record_function.h>
 
 #include "core/torch_compat.h"
+#include "model/cpu_kernels.h"
 #include "model/double_backward.h"
 #include "model/vector_clones.h"
 
@@ -88,9 +89,10 @@ torch::Tensor padded_bias(const torch::Tensor& bias, const Geometry& g) {
 }
 
 // The kernels take up to kGroupBlocks blocks of kLanes channels at a time and keep NB x 4
-// accumulators in registers (4 convolution outputs, or 4 pixels' sums): each weight or gradient
-// vector loaded serves 4 of them, and consecutive FMAs do not wait on each other (an FMA's
-// latency is 4 cycles; one chain of dependent FMAs ran at an eighth of the core's rate).
+// accumulators (4 convolution outputs, or 4 pixels' sums): each weight or gradient vector loaded
+// serves 4 of them, and consecutive FMAs do not wait on each other (an FMA's latency is 4 cycles;
+// one chain of dependent FMAs ran at an eighth of the core's rate). AVX-512's 32 registers hold
+// them all; AVX2's 16 spill some at 4 blocks (LeNet has 3), the baseline's SSE more.
 constexpr int64_t kGroupBlocks = 4;
 
 // One image's channels [cb, cb + NB kLanes) of the forward pass (see forward_image).
@@ -369,13 +371,9 @@ class FusedInputBlock : public torch::autograd::Function<FusedInputBlock> {
 
 bool fused_input_block_applies(const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& bias) {
-  const auto cpu_float = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
-           t.layout() == torch::kStrided;
-  };
   // Under CPU autocast the convolution is LibTorch's, in bfloat16, as the precision promises.
   if (core::compat::autocast_enabled(c10::DeviceType::CPU)) return false;
-  return cpu_float(x) && cpu_float(weight) && cpu_float(bias) && !x.requires_grad() &&
+  return is_cpu_fp32(x) && is_cpu_fp32(weight) && is_cpu_fp32(bias) && !x.requires_grad() &&
          x.dim() == 4 && x.size(1) == 1 && weight.dim() == 4 && weight.size(1) == 1 &&
          weight.size(2) == weight.size(3) && bias.dim() == 1 && bias.size(0) == weight.size(0) &&
          x.size(2) - weight.size(2) + 1 >= 2 && x.size(3) - weight.size(3) + 1 >= 2;

@@ -3,12 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
+#include "build_features.h"
 #include "core/error.h"
 #include "data/holdout.h"
 #include "data/locate.h"
-#include "model/cpu_kernels.h"
 #include "model/registry.h"
 #include "model/state_dict.h"
 #include "optim/optimizer.h"
@@ -45,18 +48,39 @@ int cpu_compute_threads(const config::ParallelConfig& parallel, const launch::Ra
   return std::max(1, rank.local_world_size) * std::max(1, per_process);
 }
 
+// OMP_DYNAMIC=true lets GNU OpenMP give a parallel region fewer threads than it asked for when the
+// machine is busy; oneDNN's kernels size their work for the threads they asked for and then wait
+// at a barrier for ones that never come (seen: a LeNet step spinning for minutes). libgomp reads
+// the variable case-blind, blanks around it allowed.
+void refuse_dynamic_openmp() {
+  const char* value = std::getenv("OMP_DYNAMIC");
+  if (value == nullptr) return;
+  std::string word;
+  for (const char* c = value; *c != '\0'; ++c)
+    word += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+  const auto blank = [](unsigned char c) { return std::isspace(c) != 0; };
+  word.erase(word.begin(), std::find_if_not(word.begin(), word.end(), blank));
+  word.erase(std::find_if_not(word.rbegin(), word.rend(), blank).base(), word.end());
+  if (word != "true") return;
+  throw core::Error(core::ErrorCode::kConfig,
+                    "OMP_DYNAMIC=true: OpenMP may then give oneDNN's kernels fewer threads than "
+                    "they wait for, and a step never ends",
+                    "unset OMP_DYNAMIC (or set it to false); runtime.threads sets the threads");
+}
+
 // 0 threads: the machine's cores, shared out between the threads that compute at once (as
 // torchrun's OMP_NUM_THREADS=1 default intends: ranks that each take every core slow each other).
 void apply_runtime(const config::Config& config, const launch::RankInfo& rank) {
+  refuse_dynamic_openmp();
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const int threads = config.runtime.threads > 0
                           ? static_cast<int>(config.runtime.threads)
                           : cores / cpu_compute_threads(config.parallel, rank);
   torch::set_num_threads(std::max(1, threads));
-  if (threads > 1 && model::own_kernel_threads() < threads) {
-    spdlog::warn(
-        "dptrain's own CPU kernels (LeNet's first block, ReLU and pooling) run on one of "
-        "the {} threads: this build has no GNU OpenMP (build it with GCC to use them all)",
+  if (threads > 1 && !DPTRAIN_WITH_GNU_OPENMP) {
+    spdlog::info(
+        "dptrain's own CPU kernels (LeNet's first block, ReLU and pooling) run on one of the {} "
+        "threads: this build has no GNU OpenMP (a GCC build uses them all)",
         threads);
   }
 }

@@ -127,3 +127,18 @@ TEST_CASE("log.progress on draws the line in a pipe too (without escape codes), 
   CHECK(off.out.find("\x1b[") == std::string::npos);
   CHECK(off.out.find("batch 1/20") == std::string::npos);
 }
+
+TEST_CASE("OMP_DYNAMIC=true is refused before a step, by name, and false trains", "[cli]") {
+  // With it, a busy machine makes GNU OpenMP hand oneDNN fewer threads than its kernels wait for.
+  SmallRun run;
+  const auto dynamic = run_dptrain(run.args(run.dir / "dynamic") + " --set runtime.threads=2", {},
+                                   {"OMP_DYNAMIC= True "});
+  CHECK(dynamic.status == 3);
+  CHECK_THAT(dynamic.err, ContainsSubstring("config error: OMP_DYNAMIC=true"));
+  CHECK_THAT(dynamic.err, ContainsSubstring("unset OMP_DYNAMIC"));
+  CHECK_FALSE(std::filesystem::exists(run.dir / "dynamic" / "metrics.jsonl"));
+  const auto fixed =
+      run_dptrain(run.args(run.dir / "fixed") + " --set train.epochs=1", {}, {"OMP_DYNAMIC=false"});
+  INFO(fixed.err);
+  CHECK(fixed.status == 0);
+}

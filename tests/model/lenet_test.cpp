@@ -1,6 +1,10 @@
 #include "support/catch.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
+
+#include <ATen/record_function.h>
 
 #include "core/error.h"
 #include "model/cpu_kernels.h"
@@ -10,6 +14,23 @@
 using namespace dptrain::model;
 
 namespace {
+
+// Whether `body` runs the op `name` on this thread: a RecordFunction callback, as dptrain info
+// counts FLOPs (model/summary.cpp).
+thread_local const char* dense_op_wanted = nullptr;
+thread_local bool dense_op_seen = false;
+bool runs_op(const char* name, const std::function<void()>& body) {
+  dense_op_wanted = name;
+  dense_op_seen = false;
+  const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+      [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (std::string(fn.name()) == dense_op_wanted) dense_op_seen = true;
+        return nullptr;
+      }));
+  body();
+  at::removeCallback(handle);
+  return dense_op_seen;
+}
 
 int64_t count_parameters(torch::nn::Module& m) {
   int64_t n = 0;
@@ -80,8 +101,8 @@ TEST_CASE("the CPU compute path gives d2l's forward and gradients", "[model]") {
 
 TEST_CASE("dense() equals torch::linear, and so do its gradients", "[model]") {
   torch::manual_seed(3);
-  // A strided input (every other column), inputs that do and do not need a gradient, and outputs
-  // narrower and wider than those that dense() takes to oneDNN's inner product.
+  // A strided input (every other column), inputs that do and do not need a gradient, and LeNet's
+  // narrow and wide outputs.
   const auto x_wide = torch::randn({7, 60});
   for (const auto& [input_grad, outputs] :
        {std::pair{true, 4}, {false, 4}, {true, 20}, {false, 20}}) {
@@ -94,7 +115,12 @@ TEST_CASE("dense() equals torch::linear, and so do its gradients", "[model]") {
       torch::manual_seed(4);
       const auto w = torch::randn({outputs, 30}).requires_grad_();
       const auto b = torch::randn({outputs}).requires_grad_();
-      out[reference] = reference ? torch::linear(x, w, b) : dense(x, w, b);
+      if (reference) {
+        out[1] = torch::linear(x, w, b);
+      } else {
+        // oneDNN's inner product, not a 1x1 convolution nor the system BLAS.
+        CHECK(runs_op("aten::mkldnn_linear", [&] { out[0] = dense(x, w, b); }));
+      }
       (out[reference] * probe).sum().backward();
       grads[reference] = {w.grad(), b.grad(), input_grad ? x.grad() : torch::zeros({7, 30})};
     }
