@@ -60,6 +60,10 @@ struct Geometry {
   int64_t pixels() const { return 4 * pooled_h * pooled_w; }
   int64_t blocks() const { return padded / kLanes; }
   int64_t mask_bytes() const { return pixels() * blocks(); }  // an image's
+  // Where pooled output (i, j)'s window keeps channel block `block`'s 4 mask bytes.
+  int64_t mask_offset(int64_t i, int64_t j, int64_t block) const {
+    return ((i * pooled_w + j) * blocks() + block) * 4;
+  }
 };
 
 Geometry geometry_of(const torch::Tensor& x, int64_t channels, int64_t kernel) {
@@ -135,7 +139,7 @@ __attribute__((always_inline)) inline void forward_group(
           // taps' FMAs).
           uint32_t word = 0;
           for (int lane = 0; lane < kLanes; ++lane) word |= static_cast<uint32_t>(bits[lane]);
-          uint8_t* here = mask + ((i * g.pooled_w + j) * g.blocks() + cb / kLanes + b) * 4;
+          uint8_t* here = mask + g.mask_offset(i, j, cb / kLanes + b);
           for (int p = 0; p < 4; ++p) here[p] = static_cast<uint8_t>(word >> (8 * p));
         }
       }
@@ -195,10 +199,9 @@ __attribute__((always_inline)) inline void backward_group(
       const int64_t x = q % row;
       const float* grad_here = grad + (i * g.pooled_w + x / 2) * g.padded + cb;
       const int64_t position = 2 * (q / row) + x % 2;  // in its pooling window
-      const uint8_t* mask_here =
-          mask + ((i * g.pooled_w + x / 2) * g.blocks() + cb / kLanes) * 4 + position;
       for (int b = 0; b < NB; ++b) {
-        const LaneInts passed = (LaneInts{} + mask_here[4 * b]) & kLaneBits;
+        const uint8_t bits = mask[g.mask_offset(i, x / 2, cb / kLanes + b) + position];
+        const LaneInts passed = (LaneInts{} + bits) & kLaneBits;
         const Lanes t = passed != 0 ? load<Lanes>(grad_here + b * kLanes) : zero;
         store(through + q * kWidth + b * kLanes, t);
         bias_sum[b] += t;
