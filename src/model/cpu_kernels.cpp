@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 
 #include "core/torch_compat.h"
+#include "model/conv_input_grad.h"
 #include "model/double_backward.h"
 
 namespace dptrain::model {
@@ -66,6 +67,47 @@ bool onednn_dense_applies(const torch::Tensor& x, const torch::Tensor& weight,
          bias.size(0) == weight.size(0) && x.size(0) > 0;
 }
 
+// A stride-1 unpadded convolution on channels-last tensors whose input gradient is dptrain's own
+// kernel (model/conv_input_grad.h says why); the forward pass and the weight and bias gradients
+// are oneDNN's, as torch::conv2d's.
+class ConvOwnInputGrad : public torch::autograd::Function<ConvOwnInputGrad> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias) {
+    ctx->save_for_backward({x, weight});
+    return torch::conv2d(x, weight.contiguous(torch::MemoryFormat::ChannelsLast), bias);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    refuse_double_backward("the CPU convolution");
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& weight = saved[1];
+    const torch::Tensor grad = grads[0].contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::Tensor x_grad, weight_grad, bias_grad;
+    if (ctx->needs_input_grad(0)) x_grad = conv_input_grad(grad, weight, x.sizes());
+    if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
+      const int64_t bias_size = weight.size(0);
+      std::tie(std::ignore, weight_grad, bias_grad) = at::convolution_backward(
+          grad, x, weight.contiguous(torch::MemoryFormat::ChannelsLast), at::IntArrayRef(bias_size),
+          /*stride=*/{1, 1}, /*padding=*/{0, 0}, /*dilation=*/{1, 1}, /*transposed=*/false,
+          /*output_padding=*/{0, 0}, /*groups=*/1,
+          {false, ctx->needs_input_grad(1), ctx->needs_input_grad(2)});
+    }
+    return {x_grad, weight_grad, bias_grad};
+  }
+};
+
+bool own_input_grad_applies(const torch::Tensor& x, const torch::Tensor& weight,
+                            const torch::Tensor& bias) {
+  if (!at::hasMKLDNN() || core::compat::autocast_enabled(c10::DeviceType::CPU)) return false;
+  return is_cpu_fp32(x) && is_cpu_fp32(weight) && is_cpu_fp32(bias) && x.dim() == 4 &&
+         weight.dim() == 4 && bias.dim() == 1 && x.size(1) == weight.size(1) &&
+         bias.size(0) == weight.size(0) && x.size(0) > 0 && x.size(2) >= weight.size(2) &&
+         x.size(3) >= weight.size(3) && weight.numel() > 0;
+}
+
 }  // namespace
 
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight,
@@ -84,6 +126,9 @@ torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
   if (!use_onednn_path(x)) return torch::conv2d(x, weight, bias);
   constexpr auto kLast = torch::MemoryFormat::ChannelsLast;
+  if (own_input_grad_applies(x, weight, bias)) {
+    return ConvOwnInputGrad::apply(x.contiguous(kLast), weight, bias);
+  }
   return torch::conv2d(x.contiguous(kLast), weight.contiguous(kLast), bias);
 }
 

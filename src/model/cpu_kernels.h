@@ -22,7 +22,8 @@ bool is_cpu_fp32(const torch::Tensor& t);
 // product for fp32 tensors with a bias and N > 0 (outside CPU autocast), else a 1x1 convolution.
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
-// torch::conv2d with stride 1 and no padding, channels-last on oneDNN CPUs.
+// torch::conv2d with stride 1 and no padding, channels-last on oneDNN CPUs; for fp32 tensors with a
+// bias (outside CPU autocast) its input gradient is dptrain's kernel (model/conv_input_grad.h).
 torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias);
 

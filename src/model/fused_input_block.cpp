@@ -10,41 +10,19 @@
 #include "core/torch_compat.h"
 #include "model/cpu_kernels.h"
 #include "model/double_backward.h"
+#include "model/lanes.h"
 #include "model/vector_clones.h"
 
 namespace dptrain::model {
 
 namespace {
 
-// The inner loops work on kLanes channels at a time, as one vector (GCC's and clang's vector
-// extension: one AVX register, two SSE ones; written out because the compilers left the same
-// loops over small arrays scalar). Channels are padded to a multiple of kLanes in every buffer of
-// the kernel's own, so no loop has a scalar tail.
-constexpr int64_t kLanes = 8;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-typedef int32_t LaneInts __attribute__((vector_size(kLanes * sizeof(int32_t))));
+// The inner loops work on kLanes channels at a time, as one vector (model/lanes.h). Channels are
+// padded to a multiple of kLanes in every buffer of the kernel's own, so no loop has a scalar tail.
 // ReLU's mask keeps one bit per pre-activation: a byte per kLanes channels (lane i is bit i) at
 // each of a pooling window's 4 positions, the window's 4 bytes side by side.
 constexpr LaneInts kLaneBits = {1, 2, 4, 8, 16, 32, 64, 128};
 static_assert(kLanes == 8, "a mask byte holds kLanes bits");
-
-// GCC warns that passing these by value changes with AVX: they are forced inline and file-local,
-// so no call between differently compiled code exists (without always_inline an -O0 build would
-// call one baseline copy from the AVX clones, each expecting the vector elsewhere).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-template <typename Vector, typename Element>
-__attribute__((always_inline)) inline Vector load(const Element* from) {
-  Vector v;
-  std::memcpy(&v, from, sizeof v);
-  return v;
-}
-template <typename Vector, typename Element>
-__attribute__((always_inline)) inline void store(Element* to, const Vector& v) {
-  std::memcpy(to, &v, sizeof v);
-}
 
 // Images per block of the weight gradient's partial sums: fixed, so that the order of the sums,
 // and with it every bit of the result, is the same at any thread count.

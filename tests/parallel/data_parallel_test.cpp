@@ -5,6 +5,7 @@
 #include <iostream>
 #include "support/catch.h"
 #include "support/models.h"
+#include "support/runs.h"
 #include "support/skip.h"
 
 #include "core/error.h"
@@ -22,6 +23,7 @@ const torch::Device kCpu(torch::kCPU);
 // In float64: summing a gradient over two chunks, not one batch, moves float32 results by about
 // 1e-6.
 using dptrain::testing::float64_lenet;
+using dptrain::testing::max_relative_difference;
 
 struct Batch {
   torch::Tensor images;
@@ -54,15 +56,6 @@ std::vector<torch::Tensor> train_steps(Backend& backend, const std::vector<Batch
   std::vector<torch::Tensor> params;
   for (const auto& p : backend.parameters()) params.push_back(p.detach().cpu().clone());
   return params;
-}
-
-double max_relative_difference(const std::vector<torch::Tensor>& a,
-                               const std::vector<torch::Tensor>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, ((a[i] - b[i]).abs().max() / b[i].abs().max()).item<double>());
-  }
-  return worst;
 }
 
 // Steps of 60 and a short batch of 7; with 3 devices also a batch of 2, smaller than the device

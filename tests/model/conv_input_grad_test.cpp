@@ -1,0 +1,124 @@
+#include "support/catch.h"
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+
+#include "model/conv_input_grad.h"
+#include "model/cpu_kernels.h"
+
+using namespace dptrain::model;
+
+namespace {
+
+// LibTorch's input gradient of conv2d(input, weight), stride 1, no padding, in float64.
+torch::Tensor reference_input_grad(const torch::Tensor& grad_output, const torch::Tensor& weight,
+                                   torch::IntArrayRef input_size) {
+  const auto input = torch::zeros(input_size, torch::kFloat64);
+  return std::get<0>(at::convolution_backward(
+      grad_output.to(torch::kFloat64), input, weight.to(torch::kFloat64), c10::nullopt, {1, 1},
+      {0, 0}, {1, 1}, false, {0, 0}, 1, {true, false, false}));
+}
+
+// Set by a RecordFunction callback when the kernel runs on this thread (as dptrain info counts).
+thread_local bool input_grad_ran = false;
+
+struct Shape {
+  int64_t images, in_channels, out_channels, kernel_h, kernel_w, out_h, out_w;
+  std::vector<int64_t> input_size() const {
+    return {images, in_channels, out_h + kernel_h - 1, out_w + kernel_w - 1};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[model]") {
+  // LeNet's conv2 (a strip of 100 floats in 4 chunks, 81 pixels: 27 groups of 3); a strip
+  // shorter than a vector with 20 pixels (the last 2 one at a time); 40 channels x 3 columns (15
+  // vectors in 4 chunks); one of everything; a kernel wider than high; more output than input
+  // channels and fewer.
+  const std::vector<Shape> shapes = {{5, 20, 50, 5, 5, 9, 9}, {3, 3, 7, 3, 3, 4, 5},
+                                     {2, 40, 16, 5, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1},
+                                     {2, 8, 4, 2, 7, 6, 2},   {3, 16, 2, 3, 3, 7, 7}};
+  for (const auto& s : shapes) {
+    CAPTURE(s.images, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w, s.out_h, s.out_w);
+    torch::manual_seed(static_cast<uint64_t>(s.in_channels * 100 + s.out_channels));
+    const auto weight = torch::randn({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w});
+    // Standard layout, not channels-last: the kernel converts what it is given.
+    const auto grad = torch::randn({s.images, s.out_channels, s.out_h, s.out_w});
+    REQUIRE(conv_input_grad_applies(grad, weight, s.input_size()));
+    const auto ours = conv_input_grad(grad, weight, s.input_size());
+    CHECK(ours.sizes() == torch::IntArrayRef(s.input_size()));
+    CHECK(ours.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    const auto expected = reference_input_grad(grad, weight, s.input_size());
+    // Each value sums up to in_channels x kh x kw products in float32: its error is bounded by a
+    // small multiple of the sum of the products' magnitudes (the same gradient of |grad|, |w|).
+    const auto magnitude = reference_input_grad(grad.abs(), weight.abs(), s.input_size());
+    const auto error = (ours.to(torch::kFloat64) - expected).abs();
+    CHECK((error <= magnitude * 1e-5).all().item<bool>());
+    CHECK(magnitude.max().item<double>() > 0.5);  // the bound is not vacuous
+  }
+}
+
+TEST_CASE("the convolution input gradient has the same bits at any thread count and batch split",
+          "[model]") {
+  torch::manual_seed(7);
+  const Shape s{8, 20, 50, 5, 5, 9, 9};
+  const auto weight = torch::randn({50, 20, 5, 5});
+  const auto grad = torch::randn({8, 50, 9, 9});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = conv_input_grad(grad, weight, s.input_size());
+  at::set_num_threads(2);
+  const auto two = conv_input_grad(grad, weight, s.input_size());
+  at::set_num_threads(threads);
+  CHECK(torch::equal(one, two));
+  // As dp's replicas split a batch: each image's gradient is its own.
+  Shape half = s;
+  half.images = 3;
+  const auto first = conv_input_grad(grad.slice(0, 0, 3), weight, half.input_size());
+  CHECK(torch::equal(first, one.slice(0, 0, 3)));
+}
+
+TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
+  const auto weight = torch::randn({4, 3, 3, 3});
+  const auto grad = torch::randn({2, 4, 5, 5});
+  CHECK(conv_input_grad_applies(grad, weight, {2, 3, 7, 7}));
+  CHECK_FALSE(conv_input_grad_applies(grad, weight, {2, 3, 8, 7}));  // padding or a stride
+  CHECK_FALSE(conv_input_grad_applies(grad, weight, {2, 4, 7, 7}));  // channels
+  CHECK_FALSE(conv_input_grad_applies(grad, weight, {3, 3, 7, 7}));  // images
+  CHECK_FALSE(conv_input_grad_applies(grad.to(torch::kFloat64), weight, {2, 3, 7, 7}));
+  CHECK_FALSE(conv_input_grad_applies(grad.select(0, 0), weight, {2, 3, 7, 7}));
+  CHECK_THROWS(conv_input_grad(grad, weight, {2, 3, 8, 7}));
+}
+
+TEST_CASE("conv2d() runs the input gradient of its own and equals torch::conv2d", "[model]") {
+  torch::manual_seed(9);
+  const auto x = torch::randn({4, 20, 13, 13});
+  const auto probe = torch::randn({4, 50, 9, 9});
+  std::vector<torch::Tensor> grads[2];
+  for (int reference = 0; reference < 2; ++reference) {
+    const auto input = x.detach().clone().requires_grad_();
+    torch::manual_seed(10);
+    const auto w = (torch::randn({50, 20, 5, 5}) * 0.1).requires_grad_();
+    const auto b = torch::randn({50}).requires_grad_();
+    const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
+    input_grad_ran = false;
+    const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+        [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
+          return nullptr;
+        }));
+    (out * probe).sum().backward();
+    at::removeCallback(handle);
+    CHECK(input_grad_ran == (reference == 0));
+    grads[reference] = {input.grad(), w.grad(), b.grad()};
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-4));
+  }
+}
