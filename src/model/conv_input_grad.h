@@ -17,7 +17,8 @@ namespace dptrain::model {
 constexpr const char* kConvInputGradOp = "dptrain::conv_input_grad";
 
 // True when conv_input_grad() takes these: fp32 CPU tensors, grad_output [N, C_out, H_out, W_out]
-// and weight [C_out, C_in, KH, KW], input_size {N, C_in, H_out + KH - 1, W_out + KW - 1}.
+// and weight [C_out, C_in, KH, KW], input_size {N, C_in, H_out + KH - 1, W_out + KW - 1}, an
+// input image of at most 64 Ki values (where the kernel's sums stay in the L2 cache).
 bool conv_input_grad_applies(const torch::Tensor& grad_output, const torch::Tensor& weight,
                              torch::IntArrayRef input_size);
 

@@ -9,7 +9,8 @@
 // GCC warns that passing these by value changes with AVX: the helpers are forced inline and the
 // kernels' own functions file-local, so no call between differently compiled code exists (without
 // always_inline an -O0 build would call one baseline copy from the AVX clones, each expecting the
-// vector elsewhere).
+// vector elsewhere). The pragma reaches every file that includes this one, on purpose: the
+// warning is given where a kernel's helpers are called, not here.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif

@@ -1,12 +1,15 @@
 #include "support/catch.h"
+#include "support/skip.h"
 
 #include <array>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#include "build_features.h"
 #include "model/conv_input_grad.h"
 #include "model/cpu_kernels.h"
 
@@ -23,10 +26,10 @@ torch::Tensor reference_input_grad(const torch::Tensor& grad_output, const torch
       {0, 0}, {1, 1}, false, {0, 0}, 1, {true, false, false}));
 }
 
-// Set by a RecordFunction callback when the kernel runs on this thread (as dptrain info counts).
+// Set by a RecordFunction callback when the kernel runs on this thread.
 thread_local bool input_grad_ran = false;
 
-struct Shape {
+struct ConvGradShape {
   int64_t images, in_channels, out_channels, kernel_h, kernel_w, out_h, out_w;
   std::vector<int64_t> input_size() const {
     return {images, in_channels, out_h + kernel_h - 1, out_w + kernel_w - 1};
@@ -36,13 +39,14 @@ struct Shape {
 }  // namespace
 
 TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[model]") {
-  // LeNet's conv2 (a strip of 100 floats in 4 chunks, 81 pixels: 27 groups of 3); a strip
-  // shorter than a vector with 20 pixels (the last 2 one at a time); 40 channels x 3 columns (15
-  // vectors in 4 chunks); one of everything; a kernel wider than high; more output than input
-  // channels and fewer.
-  const std::vector<Shape> shapes = {{5, 20, 50, 5, 5, 9, 9}, {3, 3, 7, 3, 3, 4, 5},
-                                     {2, 40, 16, 5, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1},
-                                     {2, 8, 4, 2, 7, 6, 2},   {3, 16, 2, 3, 3, 7, 7}};
+  // LeNet's conv2 (a strip of 100 floats in 4 chunks, 81 pixels: 27 groups of 3); a strip of 9
+  // floats with 20 pixels (the last 2 one at a time); 40 channels x 3 columns (15 vectors in 4
+  // chunks); one of everything; a kernel wider than high; more output than input channels and
+  // fewer; a strip shorter than a vector over groups of 3 pixels.
+  const std::vector<ConvGradShape> shapes = {{5, 20, 50, 5, 5, 9, 9}, {3, 3, 7, 3, 3, 4, 5},
+                                             {2, 40, 16, 5, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1},
+                                             {2, 8, 4, 2, 7, 6, 2},   {3, 16, 2, 3, 3, 7, 7},
+                                             {2, 2, 5, 2, 3, 4, 4}};
   for (const auto& s : shapes) {
     CAPTURE(s.images, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w, s.out_h, s.out_w);
     torch::manual_seed(static_cast<uint64_t>(s.in_channels * 100 + s.out_channels));
@@ -54,7 +58,7 @@ TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[model]") {
     CHECK(ours.sizes() == torch::IntArrayRef(s.input_size()));
     CHECK(ours.is_contiguous(torch::MemoryFormat::ChannelsLast));
     const auto expected = reference_input_grad(grad, weight, s.input_size());
-    // Each value sums up to in_channels x kh x kw products in float32: its error is bounded by a
+    // Each value sums up to out_channels x kh x kw products in float32: its error is bounded by a
     // small multiple of the sum of the products' magnitudes (the same gradient of |grad|, |w|).
     const auto magnitude = reference_input_grad(grad.abs(), weight.abs(), s.input_size());
     const auto error = (ours.to(torch::kFloat64) - expected).abs();
@@ -66,7 +70,7 @@ TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[model]") {
 TEST_CASE("the convolution input gradient has the same bits at any thread count and batch split",
           "[model]") {
   torch::manual_seed(7);
-  const Shape s{8, 20, 50, 5, 5, 9, 9};
+  const ConvGradShape s{8, 20, 50, 5, 5, 9, 9};
   const auto weight = torch::randn({50, 20, 5, 5});
   const auto grad = torch::randn({8, 50, 9, 9});
   const int threads = at::get_num_threads();
@@ -74,13 +78,33 @@ TEST_CASE("the convolution input gradient has the same bits at any thread count 
   const auto one = conv_input_grad(grad, weight, s.input_size());
   at::set_num_threads(2);
   const auto two = conv_input_grad(grad, weight, s.input_size());
+  const int used = own_kernel_threads();
   at::set_num_threads(threads);
   CHECK(torch::equal(one, two));
   // As dp's replicas split a batch: each image's gradient is its own.
-  Shape half = s;
-  half.images = 3;
-  const auto first = conv_input_grad(grad.slice(0, 0, 3), weight, half.input_size());
-  CHECK(torch::equal(first, one.slice(0, 0, 3)));
+  ConvGradShape part = s;
+  part.images = 5;
+  const auto middle = conv_input_grad(grad.slice(0, 2, 7), weight, part.input_size());
+  CHECK(torch::equal(middle, one.slice(0, 2, 7)));
+  // Without OpenMP in dptrain's build both runs above used one thread.
+  if (used < 2)
+    DPTRAIN_SKIP("dptrain's kernels reach one thread here: 1 and 2 threads not compared");
+}
+
+TEST_CASE("an infinite output gradient reaches the input where LibTorch's does, nowhere else",
+          "[model]") {
+  // The strip's padding lanes multiply the gradient by the weights' zero padding: inf x 0 is NaN,
+  // which the kernel must not add to the next pixel's channels.
+  torch::manual_seed(8);
+  const ConvGradShape s{2, 20, 50, 5, 5, 9, 9};
+  const auto weight = torch::randn({50, 20, 5, 5});
+  auto grad = torch::randn({2, 50, 9, 9});
+  grad.index_put_({0, 3, 0, 8}, std::numeric_limits<float>::infinity());
+  grad.index_put_({1, 7, 4, 4}, std::numeric_limits<float>::quiet_NaN());
+  const auto ours = conv_input_grad(grad, weight, s.input_size());
+  const auto expected = reference_input_grad(grad, weight, s.input_size());
+  CHECK(torch::equal(torch::isfinite(ours), torch::isfinite(expected)));
+  CHECK(torch::isfinite(expected).logical_not().sum().item<int64_t>() == 2 * 20 * 5 * 5);
 }
 
 TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
@@ -92,33 +116,48 @@ TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
   CHECK_FALSE(conv_input_grad_applies(grad, weight, {3, 3, 7, 7}));  // images
   CHECK_FALSE(conv_input_grad_applies(grad.to(torch::kFloat64), weight, {2, 3, 7, 7}));
   CHECK_FALSE(conv_input_grad_applies(grad.select(0, 0), weight, {2, 3, 7, 7}));
+  // An image too large for the L2 cache (no blocking over its pixels) is oneDNN's.
+  const auto wide = torch::randn({1, 4, 254, 254});
+  CHECK(conv_input_grad_applies(torch::zeros({1, 4, 126, 126}), weight, {1, 3, 128, 128}));
+  CHECK_FALSE(conv_input_grad_applies(wide, weight, {1, 3, 256, 256}));
   CHECK_THROWS(conv_input_grad(grad, weight, {2, 3, 8, 7}));
 }
 
 TEST_CASE("conv2d() runs the input gradient of its own and equals torch::conv2d", "[model]") {
-  torch::manual_seed(9);
-  const auto x = torch::randn({4, 20, 13, 13});
-  const auto probe = torch::randn({4, 50, 9, 9});
-  std::vector<torch::Tensor> grads[2];
-  for (int reference = 0; reference < 2; ++reference) {
-    const auto input = x.detach().clone().requires_grad_();
-    torch::manual_seed(10);
-    const auto w = (torch::randn({50, 20, 5, 5}) * 0.1).requires_grad_();
-    const auto b = torch::randn({50}).requires_grad_();
-    const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
-    input_grad_ran = false;
-    const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
-        [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-          if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
-          return nullptr;
-        }));
-    (out * probe).sum().backward();
-    at::removeCallback(handle);
-    CHECK(input_grad_ran == (reference == 0));
-    grads[reference] = {input.grad(), w.grad(), b.grad()};
-  }
-  for (size_t i = 0; i < 3; ++i) {
-    CAPTURE(i);
-    CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-4));
+  // Which of input, weight and bias need a gradient: all, and each left out in turn.
+  const std::vector<std::array<bool, 3>> needs = {{true, true, true},
+                                                  {false, true, true},
+                                                  {true, false, true},
+                                                  {true, true, false},
+                                                  {false, false, true}};
+  for (const auto& need : needs) {
+    CAPTURE(need[0], need[1], need[2]);
+    torch::manual_seed(9);
+    const auto x = torch::randn({4, 20, 13, 13});
+    const auto probe = torch::randn({4, 50, 9, 9});
+    std::vector<torch::Tensor> grads[2];
+    for (int reference = 0; reference < 2; ++reference) {
+      const auto input = x.detach().clone().requires_grad_(need[0]);
+      torch::manual_seed(10);
+      const auto w = (torch::randn({50, 20, 5, 5}) * 0.1).requires_grad_(need[1]);
+      const auto b = torch::randn({50}).requires_grad_(need[2]);
+      const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
+      input_grad_ran = false;
+      const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+            if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
+            return nullptr;
+          }));
+      (out * probe).sum().backward();
+      at::removeCallback(handle);
+      CHECK(input_grad_ran == (reference == 0 && need[0]));
+      grads[reference] = {input.grad(), w.grad(), b.grad()};
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      REQUIRE(grads[0][i].defined() == need[i]);
+      REQUIRE(grads[1][i].defined() == need[i]);
+      if (need[i]) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-4));
+    }
   }
 }
