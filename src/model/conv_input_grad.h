@@ -1,10 +1,10 @@
 // The input gradient of a stride-1, unpadded convolution on a CPU, as a kernel of our own. Why not
 // oneDNN's: LeNet's conv2 (20 -> 50 channels, 5x5, on 13x13) spent more time in this one primitive
-// than in any other, at 92 GFLOP/s on the AVX2 dev machine against 159 for the same
-// convolution's forward (docs/performance.md). Here each output pixel's gradient row is spread
-// over the input's channels-last pixels it came from: for one kernel row, the kernel's columns
-// times the input channels are one contiguous strip of the input (100 floats for conv2), summed in
-// vector registers over the output channels and added once to the strip.
+// than in any other, at 92 GFLOP/s on an AVX2 dev machine against 159 for the same convolution's
+// forward (137 against 157 on an AVX-512 one; docs/performance.md). Here each output pixel's
+// gradient row is spread over the input's channels-last pixels it came from: for one kernel row,
+// the kernel's columns times the input channels are one contiguous strip of the input (100 floats
+// for conv2), summed in vector registers over the output channels and added once to the strip.
 // Each image is computed on its own in a fixed order, so the result does not depend on the thread
 // count or on how a batch is split between replicas.
 #pragma once
