@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#include "model/conv_geometry.h"
 #include "model/cpu_kernels.h"
 #include "model/lanes.h"
 #include "model/vector_clones.h"
@@ -28,51 +29,9 @@ constexpr int64_t kMaxVectors = 4;
 // oneDNN; the speed above was measured at LeNet's 3,380 floats only.
 constexpr int64_t kMaxImageFloats = 64 * 1024;
 
-struct Geometry {
-  int64_t images, in_channels, out_channels;
-  int64_t kernel_h, kernel_w, out_h, out_w, in_h, in_w;
-  int64_t strip;   // kernel_w x in_channels: one kernel row's share of an input row, contiguous
-  int64_t padded;  // strip rounded up to kLanes: a row of the packed weights
-  int64_t vectors() const { return padded / kLanes; }
-  int64_t image_floats() const { return in_h * in_w * in_channels; }
-  // An image's sums, with room for the padding of the last pixel's strip.
-  int64_t scratch_floats() const { return image_floats() + padded; }
-};
-
-Geometry geometry_of(const torch::Tensor& grad_output, const torch::Tensor& weight) {
-  Geometry g;
-  g.images = grad_output.size(0);
-  g.out_channels = weight.size(0);
-  g.in_channels = weight.size(1);
-  g.kernel_h = weight.size(2);
-  g.kernel_w = weight.size(3);
-  g.out_h = grad_output.size(2);
-  g.out_w = grad_output.size(3);
-  g.in_h = g.out_h + g.kernel_h - 1;
-  g.in_w = g.out_w + g.kernel_w - 1;
-  g.strip = g.kernel_w * g.in_channels;
-  g.padded = (g.strip + kLanes - 1) / kLanes * kLanes;
-  return g;
-}
-
-// The weights as [kernel_h][out_channels][padded]: row (kh, o) holds weight[o][c][kh][kw] at
-// kw x in_channels + c, and zeros after the strip (their products are masked off).
-std::vector<float> pack_weights(const torch::Tensor& weight, const Geometry& g) {
-  const torch::Tensor w = weight.contiguous();
-  const float* src = w.data_ptr<float>();
-  std::vector<float> packed(g.kernel_h * g.out_channels * g.padded, 0.0f);
-  for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
-    for (int64_t o = 0; o < g.out_channels; ++o) {
-      float* row = packed.data() + (kh * g.out_channels + o) * g.padded;
-      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
-        for (int64_t c = 0; c < g.in_channels; ++c) {
-          row[kw * g.in_channels + c] =
-              src[((o * g.in_channels + c) * g.kernel_h + kh) * g.kernel_w + kw];
-        }
-      }
-    }
-  }
-  return packed;
+// An image's sums, with room for the padding of the last pixel's strip.
+int64_t scratch_floats(const ConvGeometry& g) {
+  return g.image_floats() + g.padded;
 }
 
 // NP output pixels' gradients (out_channels floats each) times NV vectors of packed weight rows,
@@ -126,8 +85,8 @@ __attribute__((always_inline)) inline void add_strips_of(int64_t nv, const float
 // rows in use (out_channels x the chunk) stay in the L1 cache over the image's pixels.
 DPTRAIN_VECTOR_CLONES
 void image_input_grad(const float* __restrict grad, const float* __restrict packed,
-                      const Geometry& g, float* __restrict sums) {
-  std::fill(sums, sums + g.scratch_floats(), 0.0f);
+                      const ConvGeometry& g, float* __restrict sums) {
+  std::fill(sums, sums + scratch_floats(g), 0.0f);
   const int64_t chunks = (g.vectors() + kMaxVectors - 1) / kMaxVectors;
   LaneInts all_lanes, strip_end;  // all bits, or those of the lanes before the strip's end
   for (int64_t lane = 0; lane < kLanes; ++lane) {
@@ -135,14 +94,14 @@ void image_input_grad(const float* __restrict grad, const float* __restrict pack
     strip_end[lane] = (g.padded - kLanes + lane < g.strip) ? -1 : 0;
   }
   for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
-    const float* kernel_row = packed + kh * g.out_channels * g.padded;
+    const float* kernel_row = packed + g.packed_row(kh, 0);
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       // Chunks of near-equal size: 13 vectors are 3 + 3 + 3 + 4, not 4 + 4 + 4 + 1.
       const int64_t first = chunk * g.vectors() / chunks;
       const int64_t nv = (chunk + 1) * g.vectors() / chunks - first;
       const float* rows = kernel_row + first * kLanes;
       const LaneInts& last_lanes = chunk + 1 < chunks ? all_lanes : strip_end;
-      const int64_t pixels = g.out_h * g.out_w;
+      const int64_t pixels = g.pixels();
       for (int64_t p = 0; p < pixels; p += kPixels) {
         const float* pixel_grad[kPixels];
         float* to[kPixels];
@@ -150,7 +109,7 @@ void image_input_grad(const float* __restrict grad, const float* __restrict pack
         for (int64_t i = 0; i < here; ++i) {
           const int64_t oh = (p + i) / g.out_w, ow = (p + i) % g.out_w;
           pixel_grad[i] = grad + (p + i) * g.out_channels;
-          to[i] = sums + ((oh + kh) * g.in_w + ow) * g.in_channels + first * kLanes;
+          to[i] = sums + g.strip_at(oh, ow, kh) + first * kLanes;
         }
         if (here == kPixels) {
           add_strips_of<kPixels, kMaxVectors>(nv, pixel_grad, rows, g.padded, g.out_channels,
@@ -186,18 +145,17 @@ torch::Tensor conv_input_grad(const torch::Tensor& grad_output, const torch::Ten
   TORCH_CHECK(conv_input_grad_applies(grad_output, weight, input_size),
               "conv_input_grad: shapes or tensors it does not take");
   RECORD_FUNCTION(kConvInputGradOp, std::vector<c10::IValue>({grad_output, weight}));
-  const Geometry g = geometry_of(grad_output, weight);
+  const ConvGeometry g = conv_geometry(grad_output, weight);
   const torch::Tensor grad = grad_output.contiguous(torch::MemoryFormat::ChannelsLast);
-  const std::vector<float> packed = pack_weights(weight, g);
+  const std::vector<float> packed = pack_conv_weights(weight, g);
   torch::Tensor input_grad = torch::empty(
       input_size, grad_output.options().memory_format(torch::MemoryFormat::ChannelsLast));
   const float* grad_data = grad.data_ptr<float>();
   float* out = input_grad.data_ptr<float>();
   at::parallel_for(0, g.images, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> sums(g.scratch_floats());  // zeroed per image
+    std::vector<float> sums(scratch_floats(g));  // zeroed per image
     for (int64_t n = begin; n < end; ++n) {
-      image_input_grad(grad_data + n * g.out_h * g.out_w * g.out_channels, packed.data(), g,
-                       sums.data());
+      image_input_grad(grad_data + n * g.pixels() * g.out_channels, packed.data(), g, sums.data());
       std::copy(sums.begin(), sums.begin() + g.image_floats(), out + n * g.image_floats());
     }
   });

@@ -1,6 +1,7 @@
 #include "model/cpu_kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <tuple>
@@ -9,6 +10,7 @@
 
 #include "core/torch_compat.h"
 #include "model/conv_input_grad.h"
+#include "model/conv_weight_grad.h"
 #include "model/double_backward.h"
 
 namespace dptrain::model {
@@ -67,10 +69,10 @@ bool onednn_dense_applies(const torch::Tensor& x, const torch::Tensor& weight,
          bias.size(0) == weight.size(0) && x.size(0) > 0;
 }
 
-// A stride-1 unpadded convolution on channels-last tensors whose input gradient is dptrain's own
-// kernel (model/conv_input_grad.h says why); the forward pass and the weight and bias gradients
-// are oneDNN's, as torch::conv2d's.
-class ConvOwnInputGrad : public torch::autograd::Function<ConvOwnInputGrad> {
+// A stride-1 unpadded convolution on channels-last tensors whose gradients are dptrain's own
+// kernels (model/conv_input_grad.h and model/conv_weight_grad.h say why); the forward pass is
+// oneDNN's, as torch::conv2d's, and so are the gradients of shapes the kernels do not take.
+class ConvOwnGrads : public torch::autograd::Function<ConvOwnGrads> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias) {
@@ -85,22 +87,35 @@ class ConvOwnInputGrad : public torch::autograd::Function<ConvOwnInputGrad> {
     const torch::Tensor& x = saved[0];
     const torch::Tensor& weight = saved[1];
     const torch::Tensor grad = grads[0].contiguous(torch::MemoryFormat::ChannelsLast);
+    const bool needs_x = ctx->needs_input_grad(0);
+    const bool needs_weight = ctx->needs_input_grad(1), needs_bias = ctx->needs_input_grad(2);
+    const bool own_x = needs_x && conv_input_grad_applies(grad, weight, x.sizes());
+    const bool own_params =
+        (needs_weight || needs_bias) && conv_weight_grad_applies(grad, x, weight);
     torch::Tensor x_grad, weight_grad, bias_grad;
-    if (ctx->needs_input_grad(0)) x_grad = conv_input_grad(grad, weight, x.sizes());
-    if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
+    if (own_x) x_grad = conv_input_grad(grad, weight, x.sizes());
+    if (own_params) std::tie(weight_grad, bias_grad) = conv_weight_grad(grad, x, weight);
+    // What the kernels do not take (an image too large for them) is oneDNN's.
+    const std::array<bool, 3> rest = {needs_x && !own_x, needs_weight && !own_params,
+                                      needs_bias && !own_params};
+    if (rest[0] || rest[1] || rest[2]) {
       const int64_t bias_size = weight.size(0);
-      std::tie(std::ignore, weight_grad, bias_grad) = at::convolution_backward(
+      auto [onednn_x, onednn_weight, onednn_bias] = at::convolution_backward(
           grad, x, weight.contiguous(torch::MemoryFormat::ChannelsLast), at::IntArrayRef(bias_size),
           /*stride=*/{1, 1}, /*padding=*/{0, 0}, /*dilation=*/{1, 1}, /*transposed=*/false,
-          /*output_padding=*/{0, 0}, /*groups=*/1,
-          {false, ctx->needs_input_grad(1), ctx->needs_input_grad(2)});
+          /*output_padding=*/{0, 0}, /*groups=*/1, rest);
+      if (rest[0]) x_grad = onednn_x;
+      if (rest[1]) weight_grad = onednn_weight;
+      if (rest[2]) bias_grad = onednn_bias;
     }
+    if (!needs_weight) weight_grad = torch::Tensor();
+    if (!needs_bias) bias_grad = torch::Tensor();
     return {x_grad, weight_grad, bias_grad};
   }
 };
 
-bool own_input_grad_applies(const torch::Tensor& x, const torch::Tensor& weight,
-                            const torch::Tensor& bias) {
+bool own_grads_apply(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias) {
   if (!at::hasMKLDNN() || core::compat::autocast_enabled(c10::DeviceType::CPU)) return false;
   return is_cpu_fp32(x) && is_cpu_fp32(weight) && is_cpu_fp32(bias) && x.dim() == 4 &&
          weight.dim() == 4 && bias.dim() == 1 && x.size(1) == weight.size(1) &&
@@ -126,8 +141,8 @@ torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
   if (!use_onednn_path(x)) return torch::conv2d(x, weight, bias);
   constexpr auto kLast = torch::MemoryFormat::ChannelsLast;
-  if (own_input_grad_applies(x, weight, bias)) {
-    return ConvOwnInputGrad::apply(x.contiguous(kLast), weight, bias);
+  if (own_grads_apply(x, weight, bias)) {
+    return ConvOwnGrads::apply(x.contiguous(kLast), weight, bias);
   }
   return torch::conv2d(x.contiguous(kLast), weight.contiguous(kLast), bias);
 }

@@ -23,7 +23,8 @@ bool is_cpu_fp32(const torch::Tensor& t);
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // torch::conv2d with stride 1 and no padding, channels-last on oneDNN CPUs; for fp32 tensors with a
-// bias (outside CPU autocast) its input gradient is dptrain's kernel (model/conv_input_grad.h).
+// bias (outside CPU autocast) its gradients are dptrain's kernels (model/conv_input_grad.h,
+// model/conv_weight_grad.h).
 torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias);
 

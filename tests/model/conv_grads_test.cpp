@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -11,6 +12,7 @@
 
 #include "build_features.h"
 #include "model/conv_input_grad.h"
+#include "model/conv_weight_grad.h"
 #include "model/cpu_kernels.h"
 
 using namespace dptrain::model;
@@ -26,8 +28,20 @@ torch::Tensor reference_input_grad(const torch::Tensor& grad_output, const torch
       {0, 0}, {1, 1}, false, {0, 0}, 1, {true, false, false}));
 }
 
-// Set by a RecordFunction callback when the kernel runs on this thread.
+// LibTorch's weight and bias gradients of conv2d(input, weight, bias), in float64.
+std::pair<torch::Tensor, torch::Tensor> reference_weight_grad(const torch::Tensor& grad_output,
+                                                              const torch::Tensor& input,
+                                                              const torch::Tensor& weight) {
+  const int64_t bias_size = weight.size(0);
+  auto [unused, weight_grad, bias_grad] = at::convolution_backward(
+      grad_output.to(torch::kFloat64), input.to(torch::kFloat64), weight.to(torch::kFloat64),
+      at::IntArrayRef(bias_size), {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1, {false, true, true});
+  return {weight_grad, bias_grad};
+}
+
+// Set by a RecordFunction callback when a kernel runs on this thread.
 thread_local bool input_grad_ran = false;
+thread_local bool weight_grad_ran = false;
 
 struct ConvGradShape {
   int64_t images, in_channels, out_channels, kernel_h, kernel_w, out_h, out_w;
@@ -107,6 +121,73 @@ TEST_CASE("an infinite output gradient reaches the input where LibTorch's does, 
   CHECK(torch::isfinite(expected).logical_not().sum().item<int64_t>() == 2 * 20 * 5 * 5);
 }
 
+TEST_CASE("dptrain's convolution weight and bias gradients equal LibTorch's", "[model]") {
+  // The input gradient's shapes; 37 images: 5 blocks of partial sums, the last one short; and
+  // images smaller than a strip's padding (each strip reads past its image, several images on).
+  const std::vector<ConvGradShape> shapes = {{5, 20, 50, 5, 5, 9, 9}, {37, 20, 50, 5, 5, 9, 9},
+                                             {3, 3, 7, 3, 3, 4, 5},   {2, 40, 16, 5, 3, 3, 3},
+                                             {1, 1, 1, 1, 1, 1, 1},   {2, 8, 4, 2, 7, 6, 2},
+                                             {3, 16, 2, 3, 3, 7, 7},  {2, 2, 5, 2, 3, 4, 4},
+                                             {3, 1, 1, 1, 1, 1, 1},   {4, 3, 1, 1, 1, 1, 1}};
+  for (const auto& s : shapes) {
+    CAPTURE(s.images, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w, s.out_h, s.out_w);
+    torch::manual_seed(static_cast<uint64_t>(s.in_channels * 10 + s.out_channels + s.images));
+    const auto weight = torch::randn({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w});
+    const auto grad = torch::randn({s.images, s.out_channels, s.out_h, s.out_w});
+    const auto input = torch::randn(s.input_size());  // standard layout: converted
+    REQUIRE(conv_weight_grad_applies(grad, input, weight));
+    const auto [weight_grad, bias_grad] = conv_weight_grad(grad, input, weight);
+    const auto [expected_weight, expected_bias] = reference_weight_grad(grad, input, weight);
+    const auto [magnitude_weight, magnitude_bias] =
+        reference_weight_grad(grad.abs(), input.abs(), weight);
+    CHECK(weight_grad.sizes() == weight.sizes());
+    CHECK(bias_grad.sizes() == torch::IntArrayRef({s.out_channels}));
+    CHECK(((weight_grad.to(torch::kFloat64) - expected_weight).abs() <= magnitude_weight * 1e-5)
+              .all()
+              .item<bool>());
+    CHECK(((bias_grad.to(torch::kFloat64) - expected_bias).abs() <= magnitude_bias * 1e-5)
+              .all()
+              .item<bool>());
+    CHECK((magnitude_weight > 0).all().item<bool>());  // no weight's bound is vacuous
+  }
+}
+
+TEST_CASE("the weight gradient of no images is zero, and a sliced input is read where it lies",
+          "[model]") {
+  torch::manual_seed(12);
+  const auto weight = torch::randn({4, 3, 3, 3});
+  const auto none =
+      conv_weight_grad(torch::zeros({0, 4, 5, 5}), torch::zeros({0, 3, 7, 7}), weight);
+  CHECK(torch::equal(none.first, torch::zeros({4, 3, 3, 3})));
+  CHECK(torch::equal(none.second, torch::zeros({4})));
+  // Images 2 to 4 of a channels-last batch: a view that starts inside the batch's storage.
+  const auto batch = torch::randn({6, 3, 7, 7}).contiguous(torch::MemoryFormat::ChannelsLast);
+  const auto input = batch.slice(0, 2, 5);
+  const auto grad = torch::randn({3, 4, 5, 5});
+  const auto ours = conv_weight_grad(grad, input, weight);
+  const auto expected = reference_weight_grad(grad, input, weight);
+  CHECK(torch::allclose(ours.first.to(torch::kFloat64), expected.first, 1e-5, 1e-5));
+  CHECK(torch::allclose(ours.second.to(torch::kFloat64), expected.second, 1e-5, 1e-5));
+}
+
+TEST_CASE("the convolution weight gradient has the same bits at any thread count", "[model]") {
+  torch::manual_seed(11);
+  const auto weight = torch::randn({50, 20, 5, 5});
+  const auto grad = torch::randn({37, 50, 9, 9});
+  const auto input = torch::randn({37, 20, 13, 13});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = conv_weight_grad(grad, input, weight);
+  at::set_num_threads(2);
+  const auto two = conv_weight_grad(grad, input, weight);
+  const int used = own_kernel_threads();
+  at::set_num_threads(threads);
+  CHECK(torch::equal(one.first, two.first));
+  CHECK(torch::equal(one.second, two.second));
+  if (used < 2)
+    DPTRAIN_SKIP("dptrain's kernels reach one thread here: 1 and 2 threads not compared");
+}
+
 TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
   const auto weight = torch::randn({4, 3, 3, 3});
   const auto grad = torch::randn({2, 4, 5, 5});
@@ -123,7 +204,33 @@ TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
   CHECK_THROWS(conv_input_grad(grad, weight, {2, 3, 8, 7}));
 }
 
-TEST_CASE("conv2d() runs the input gradient of its own and equals torch::conv2d", "[model]") {
+TEST_CASE("conv2d() leaves an image too large for its kernels to oneDNN", "[model]") {
+  torch::manual_seed(13);
+  const auto x = torch::randn({1, 4, 130, 130});  // 67,600 values: over the kernels' 64 Ki
+  std::vector<torch::Tensor> grads[2];
+  for (int reference = 0; reference < 2; ++reference) {
+    const auto input = x.detach().clone().requires_grad_();
+    torch::manual_seed(14);
+    const auto w = torch::randn({2, 4, 3, 3}).requires_grad_();
+    const auto b = torch::randn({2}).requires_grad_();
+    const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
+    input_grad_ran = weight_grad_ran = false;
+    const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+        [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
+          if (std::string(fn.name()) == kConvWeightGradOp) weight_grad_ran = true;
+          return nullptr;
+        }));
+    out.sum().backward();
+    at::removeCallback(handle);
+    CHECK_FALSE(input_grad_ran);
+    CHECK_FALSE(weight_grad_ran);
+    grads[reference] = {input.grad(), w.grad(), b.grad()};
+  }
+  for (size_t i = 0; i < 3; ++i) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-3));
+}
+
+TEST_CASE("conv2d() runs the gradients of its own and equals torch::conv2d", "[model]") {
   // Which of input, weight and bias need a gradient: all, and each left out in turn.
   const std::vector<std::array<bool, 3>> needs = {{true, true, true},
                                                   {false, true, true},
@@ -142,15 +249,17 @@ TEST_CASE("conv2d() runs the input gradient of its own and equals torch::conv2d"
       const auto w = (torch::randn({50, 20, 5, 5}) * 0.1).requires_grad_(need[1]);
       const auto b = torch::randn({50}).requires_grad_(need[2]);
       const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
-      input_grad_ran = false;
+      input_grad_ran = weight_grad_ran = false;
       const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
           [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
             if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
+            if (std::string(fn.name()) == kConvWeightGradOp) weight_grad_ran = true;
             return nullptr;
           }));
       (out * probe).sum().backward();
       at::removeCallback(handle);
       CHECK(input_grad_ran == (reference == 0 && need[0]));
+      CHECK(weight_grad_ran == (reference == 0 && (need[1] || need[2])));
       grads[reference] = {input.grad(), w.grad(), b.grad()};
     }
     for (size_t i = 0; i < 3; ++i) {
