@@ -43,6 +43,19 @@ std::pair<torch::Tensor, torch::Tensor> reference_weight_grad(const torch::Tenso
 thread_local bool input_grad_ran = false;
 thread_local bool weight_grad_ran = false;
 
+// loss.backward(), setting the flags above for the kernels that ran in it.
+void backward_watching_kernels(const torch::Tensor& loss) {
+  input_grad_ran = weight_grad_ran = false;
+  const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+      [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
+        if (std::string(fn.name()) == kConvWeightGradOp) weight_grad_ran = true;
+        return nullptr;
+      }));
+  loss.backward();
+  at::removeCallback(handle);
+}
+
 struct ConvGradShape {
   int64_t images, in_channels, out_channels, kernel_h, kernel_w, out_h, out_w;
   std::vector<int64_t> input_size() const {
@@ -214,15 +227,7 @@ TEST_CASE("conv2d() leaves an image too large for its kernels to oneDNN", "[mode
     const auto w = torch::randn({2, 4, 3, 3}).requires_grad_();
     const auto b = torch::randn({2}).requires_grad_();
     const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
-    input_grad_ran = weight_grad_ran = false;
-    const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
-        [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-          if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
-          if (std::string(fn.name()) == kConvWeightGradOp) weight_grad_ran = true;
-          return nullptr;
-        }));
-    out.sum().backward();
-    at::removeCallback(handle);
+    backward_watching_kernels(out.sum());
     CHECK_FALSE(input_grad_ran);
     CHECK_FALSE(weight_grad_ran);
     grads[reference] = {input.grad(), w.grad(), b.grad()};
@@ -249,15 +254,7 @@ TEST_CASE("conv2d() runs the gradients of its own and equals torch::conv2d", "[m
       const auto w = (torch::randn({50, 20, 5, 5}) * 0.1).requires_grad_(need[1]);
       const auto b = torch::randn({50}).requires_grad_(need[2]);
       const auto out = reference ? torch::conv2d(input, w, b) : conv2d(input, w, b);
-      input_grad_ran = weight_grad_ran = false;
-      const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
-          [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-            if (std::string(fn.name()) == kConvInputGradOp) input_grad_ran = true;
-            if (std::string(fn.name()) == kConvWeightGradOp) weight_grad_ran = true;
-            return nullptr;
-          }));
-      (out * probe).sum().backward();
-      at::removeCallback(handle);
+      backward_watching_kernels((out * probe).sum());
       CHECK(input_grad_ran == (reference == 0 && need[0]));
       CHECK(weight_grad_ran == (reference == 0 && (need[1] || need[2])));
       grads[reference] = {input.grad(), w.grad(), b.grad()};
