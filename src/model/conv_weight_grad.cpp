@@ -25,6 +25,9 @@ constexpr int64_t kMaxVectors = 4;
 // Images per block of partial sums: fixed, so that the order of the sums, and with it every bit
 // of the result, is the same at any thread count.
 constexpr int64_t kBlockImages = 8;
+// Blocks whose partial sums are held at once: 32 blocks of conv2 are 3.3 MB, and a batch of 256
+// is one group; more work for the threads at once than that gains nothing.
+constexpr int64_t kGroupBlocks = 32;
 
 // One image's share of the tile of NO output channels from o and NV vectors of the strip from
 // `first`, under kernel row kh, added to the block's partial sums `tile` (packed layout). `grad`
@@ -105,6 +108,34 @@ void add_image(const float* __restrict grad, const float* __restrict in, const C
   }
 }
 
+// Blocks [first, last) of kBlockImages images each into their partial sums, `partials` holding
+// block `first`'s, then the next's (block_floats each, weights then bias), on every thread.
+void add_blocks(const float* grad_data, const float* in_data, const ConvGeometry& g, int64_t first,
+                int64_t last, float* partials) {
+  const int64_t block_floats = g.packed_floats() + g.out_channels;
+  std::fill(partials, partials + (last - first) * block_floats, 0.0f);
+  // A strip reads up to padded - strip floats past its end, into the next pixel or image: the
+  // images from which that would leave the tensor (the last, or more where images are tiny) are
+  // read from a copy with room for it.
+  const int64_t overrun = g.padded - g.strip;
+  const int64_t all_floats = g.images * g.image_floats();
+  at::parallel_for(first, last, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> padded_copy(g.image_floats() + overrun, 0.0f);
+    for (int64_t b = begin; b < end; ++b) {
+      float* partial = partials + (b - first) * block_floats;
+      for (int64_t n = b * kBlockImages; n < std::min(g.images, (b + 1) * kBlockImages); ++n) {
+        const float* image = in_data + n * g.image_floats();
+        if ((n + 1) * g.image_floats() + overrun > all_floats) {
+          std::copy(image, image + g.image_floats(), padded_copy.begin());
+          image = padded_copy.data();
+        }
+        add_image(grad_data + n * g.pixels() * g.out_channels, image, g, partial,
+                  partial + g.packed_floats());
+      }
+    }
+  });
+}
+
 }  // namespace
 
 bool conv_weight_grad_applies(const torch::Tensor& grad_output, const torch::Tensor& input,
@@ -126,36 +157,27 @@ std::pair<torch::Tensor, torch::Tensor> conv_weight_grad(const torch::Tensor& gr
   const float* in_data = in.data_ptr<float>();
   const int64_t blocks = (g.images + kBlockImages - 1) / kBlockImages;
   const int64_t block_floats = g.packed_floats() + g.out_channels;  // weights, then the bias
-  // One block at least: no images give zeros.
-  std::vector<float> partials(std::max<int64_t>(blocks, 1) * block_floats, 0.0f);
-  // A strip reads up to padded - strip floats past its end, into the next pixel or image: the
-  // images from which that would leave the tensor (the last, or more where images are tiny) are
-  // read from a copy with room for it.
-  const int64_t overrun = g.padded - g.strip;
-  const int64_t total = g.images * g.image_floats();
-  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> padded_copy(g.image_floats() + overrun, 0.0f);
-    for (int64_t b = begin; b < end; ++b) {
-      float* partial = partials.data() + b * block_floats;
-      for (int64_t n = b * kBlockImages; n < std::min(g.images, (b + 1) * kBlockImages); ++n) {
-        const float* image = in_data + n * g.image_floats();
-        if ((n + 1) * g.image_floats() + overrun > total) {
-          std::copy(image, image + g.image_floats(), padded_copy.begin());
-          image = padded_copy.data();
-        }
-        add_image(grad_data + n * g.pixels() * g.out_channels, image, g, partial,
-                  partial + g.packed_floats());
+  // Blocks are summed a group at a time into `total`, each group's in order after the last's: the
+  // same order as summing all blocks at once, with partial sums held for one group only (3.3 MB
+  // for conv2, whatever the batch). The first block's sum starts `total`: no images give zeros.
+  const int64_t group = std::min(std::max<int64_t>(blocks, 1), kGroupBlocks);
+  std::vector<float> partials(group * block_floats);
+  std::vector<float> total(block_floats, 0.0f);
+  for (int64_t first = 0; first < blocks; first += group) {
+    const int64_t last = std::min(blocks, first + group);
+    add_blocks(grad_data, in_data, g, first, last, partials.data());
+    for (int64_t b = first; b < last; ++b) {  // in order, whatever the thread count
+      const float* from = partials.data() + (b - first) * block_floats;
+      if (b == 0) {
+        std::copy(from, from + block_floats, total.begin());
+      } else {
+        for (int64_t i = 0; i < block_floats; ++i) total[i] += from[i];
       }
     }
-  });
-  for (int64_t b = 1; b < blocks; ++b) {  // in order, whatever the thread count
-    const float* from = partials.data() + b * block_floats;
-    for (int64_t i = 0; i < block_floats; ++i) partials[i] += from[i];
   }
   torch::Tensor bias_grad = torch::empty({g.out_channels}, torch::kFloat32);
-  std::copy(partials.begin() + g.packed_floats(), partials.begin() + block_floats,
-            bias_grad.data_ptr<float>());
-  return {unpack_conv_weights(partials.data(), g), bias_grad};
+  std::copy(total.begin() + g.packed_floats(), total.end(), bias_grad.data_ptr<float>());
+  return {unpack_conv_weights(total.data(), g), bias_grad};
 }
 
 }  // namespace dptrain::model

@@ -135,13 +135,14 @@ TEST_CASE("an infinite output gradient reaches the input where LibTorch's does, 
 }
 
 TEST_CASE("dptrain's convolution weight and bias gradients equal LibTorch's", "[model]") {
-  // The input gradient's shapes; 37 images: 5 blocks of partial sums, the last one short; and
-  // images smaller than a strip's padding (each strip reads past its image, several images on).
-  const std::vector<ConvGradShape> shapes = {{5, 20, 50, 5, 5, 9, 9}, {37, 20, 50, 5, 5, 9, 9},
-                                             {3, 3, 7, 3, 3, 4, 5},   {2, 40, 16, 5, 3, 3, 3},
-                                             {1, 1, 1, 1, 1, 1, 1},   {2, 8, 4, 2, 7, 6, 2},
-                                             {3, 16, 2, 3, 3, 7, 7},  {2, 2, 5, 2, 3, 4, 4},
-                                             {3, 1, 1, 1, 1, 1, 1},   {4, 3, 1, 1, 1, 1, 1}};
+  // The input gradient's shapes; 37 images: 5 blocks of partial sums, the last one short; 530:
+  // 67 blocks, summed in groups of 32, 32 and 3; and images smaller than a strip's padding (each
+  // strip reads past its image, several images on).
+  const std::vector<ConvGradShape> shapes = {
+      {5, 20, 50, 5, 5, 9, 9}, {37, 20, 50, 5, 5, 9, 9}, {530, 3, 4, 2, 2, 3, 3},
+      {3, 3, 7, 3, 3, 4, 5},   {2, 40, 16, 5, 3, 3, 3},  {1, 1, 1, 1, 1, 1, 1},
+      {2, 8, 4, 2, 7, 6, 2},   {3, 16, 2, 3, 3, 7, 7},   {2, 2, 5, 2, 3, 4, 4},
+      {3, 1, 1, 1, 1, 1, 1},   {4, 3, 1, 1, 1, 1, 1}};
   for (const auto& s : shapes) {
     CAPTURE(s.images, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w, s.out_h, s.out_w);
     torch::manual_seed(static_cast<uint64_t>(s.in_channels * 10 + s.out_channels + s.images));
@@ -199,6 +200,27 @@ TEST_CASE("the convolution weight gradient has the same bits at any thread count
   CHECK(torch::equal(one.second, two.second));
   if (used < 2)
     DPTRAIN_SKIP("dptrain's kernels reach one thread here: 1 and 2 threads not compared");
+}
+
+TEST_CASE("the weight gradient sums its blocks of 8 images in order, over any batch size",
+          "[model]") {
+  // 530 images are 67 blocks, more than the kernel holds partial sums for at once: the result is
+  // still each block's gradient added in block order, to the bit.
+  torch::manual_seed(15);
+  const auto weight = torch::randn({4, 3, 2, 2});
+  const auto grad = torch::randn({530, 4, 3, 3});
+  const auto input = torch::randn({530, 3, 4, 4});
+  const auto whole = conv_weight_grad(grad, input, weight);
+  std::pair<torch::Tensor, torch::Tensor> in_order;
+  for (int64_t first = 0; first < 530; first += 8) {
+    const int64_t last = std::min<int64_t>(530, first + 8);
+    const auto block =
+        conv_weight_grad(grad.slice(0, first, last), input.slice(0, first, last), weight);
+    in_order = first == 0 ? block
+                          : std::pair{in_order.first + block.first, in_order.second + block.second};
+  }
+  CHECK(torch::equal(whole.first, in_order.first));
+  CHECK(torch::equal(whole.second, in_order.second));
 }
 
 TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
