@@ -1,9 +1,13 @@
 // Catch2's main, with spdlog quietened so that test output stays readable. Catch2 2.x builds its
 // session into the file that defines CATCH_CONFIG_RUNNER; 3.x has it in its library. On 2.x,
 // main also reports the tests that skipped themselves (support/skip.h), which 3.x does itself.
+// A run in which an assertion failed exits 1: Catch2 2 exits with the number of failed
+// assertions, and four of them gave the status CTest reads as "skipped" (kAllSkippedStatus).
 #include <spdlog/spdlog.h>
 #if __has_include(<catch2/catch_session.hpp>)
 #include <catch2/catch_session.hpp>
+#include <catch2/reporters/catch_reporter_event_listener.hpp>
+#include <catch2/reporters/catch_reporter_registrars.hpp>
 #else
 #define CATCH_CONFIG_RUNNER
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
@@ -14,16 +18,23 @@
 
 #include "support/skip.h"
 
-#if CATCH_VERSION_MAJOR < 3
 namespace {
 
 int g_test_cases_run = 0;
+bool g_assertion_failed = false;
 
-struct TestCaseCounter : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
+#if CATCH_VERSION_MAJOR < 3
+using ListenerBase = Catch::TestEventListenerBase;
+#else
+using ListenerBase = Catch::EventListenerBase;
+#endif
+
+struct TestCaseCounter : ListenerBase {
+  using ListenerBase::ListenerBase;
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
     ++g_test_cases_run;
-    TestEventListenerBase::testCaseEnded(stats);
+    if (stats.totals.assertions.failed > 0) g_assertion_failed = true;
+    ListenerBase::testCaseEnded(stats);
   }
 };
 
@@ -31,6 +42,7 @@ struct TestCaseCounter : Catch::TestEventListenerBase {
 
 CATCH_REGISTER_LISTENER(TestCaseCounter)
 
+#if CATCH_VERSION_MAJOR < 3
 // As Catch2 3 does: list the skipped tests, and exit 4 when every test that ran was skipped.
 int report_skips(int failures) {
   const auto& skipped = dptrain::testing::skipped_tests();
@@ -49,5 +61,6 @@ int report_skips(int failures) {
 
 int main(int argc, char* argv[]) {
   spdlog::set_level(spdlog::level::warn);
-  return report_skips(Catch::Session().run(argc, argv));
+  const int status = report_skips(Catch::Session().run(argc, argv));
+  return g_assertion_failed ? 1 : status;
 }
