@@ -59,7 +59,9 @@ function(dptrain_torch_pch target)
     endif()
     _dptrain_includes_torch("${path}" uses)
     if(NOT uses)
-      set_source_files_properties("${path}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+      # A unity batch takes the header: a file without LibTorch stays out and compiles alone.
+      set_source_files_properties("${path}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON
+        SKIP_UNITY_BUILD_INCLUSION ON)
       math(EXPR skipped "${skipped} + 1")
     endif()
   endforeach()
