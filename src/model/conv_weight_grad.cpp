@@ -25,8 +25,9 @@ constexpr int64_t kMaxVectors = 4;
 // Images per block of partial sums: fixed, so that the order of the sums, and with it every bit
 // of the result, is the same at any thread count.
 constexpr int64_t kBlockImages = 8;
-// Blocks whose partial sums are held at once: 32 blocks of conv2 are 3.3 MB, and a batch of 256
-// is one group; more work for the threads at once than that gains nothing.
+// Blocks whose partial sums are held at once, at least: 32 blocks of conv2 are 3.3 MB, and a batch
+// of 256 is one group. Rounded up to a multiple of the thread count, so that every thread has a
+// block in each group.
 constexpr int64_t kGroupBlocks = 32;
 
 // One image's share of the tile of NO output channels from o and NV vectors of the strip from
@@ -113,7 +114,6 @@ void add_image(const float* __restrict grad, const float* __restrict in, const C
 void add_blocks(const float* grad_data, const float* in_data, const ConvGeometry& g, int64_t first,
                 int64_t last, float* partials) {
   const int64_t block_floats = g.packed_floats() + g.out_channels;
-  std::fill(partials, partials + (last - first) * block_floats, 0.0f);
   // A strip reads up to padded - strip floats past its end, into the next pixel or image: the
   // images from which that would leave the tensor (the last, or more where images are tiny) are
   // read from a copy with room for it.
@@ -123,6 +123,7 @@ void add_blocks(const float* grad_data, const float* in_data, const ConvGeometry
     std::vector<float> padded_copy(g.image_floats() + overrun, 0.0f);
     for (int64_t b = begin; b < end; ++b) {
       float* partial = partials + (b - first) * block_floats;
+      std::fill(partial, partial + block_floats, 0.0f);
       for (int64_t n = b * kBlockImages; n < std::min(g.images, (b + 1) * kBlockImages); ++n) {
         const float* image = in_data + n * g.image_floats();
         if ((n + 1) * g.image_floats() + overrun > all_floats) {
@@ -160,7 +161,9 @@ std::pair<torch::Tensor, torch::Tensor> conv_weight_grad(const torch::Tensor& gr
   // Blocks are summed a group at a time into `total`, each group's in order after the last's: the
   // same order as summing all blocks at once, with partial sums held for one group only (3.3 MB
   // for conv2, whatever the batch). The first block's sum starts `total`: no images give zeros.
-  const int64_t group = std::min(std::max<int64_t>(blocks, 1), kGroupBlocks);
+  const int64_t threads = at::get_num_threads();
+  const int64_t group =
+      std::min(std::max<int64_t>(blocks, 1), (kGroupBlocks + threads - 1) / threads * threads);
   std::vector<float> partials(group * block_floats);
   std::vector<float> total(block_floats, 0.0f);
   for (int64_t first = 0; first < blocks; first += group) {

@@ -185,21 +185,27 @@ TEST_CASE("the weight gradient of no images is zero, and a sliced input is read 
 }
 
 TEST_CASE("the convolution weight gradient has the same bits at any thread count", "[model]") {
-  torch::manual_seed(11);
-  const auto weight = torch::randn({50, 20, 5, 5});
-  const auto grad = torch::randn({37, 50, 9, 9});
-  const auto input = torch::randn({37, 20, 13, 13});
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  const auto one = conv_weight_grad(grad, input, weight);
-  at::set_num_threads(2);
-  const auto two = conv_weight_grad(grad, input, weight);
-  const int used = own_kernel_threads();
-  at::set_num_threads(threads);
-  CHECK(torch::equal(one.first, two.first));
-  CHECK(torch::equal(one.second, two.second));
-  if (used < 2)
-    DPTRAIN_SKIP("dptrain's kernels reach one thread here: 1 and 2 threads not compared");
+  // conv2's shape on 37 images (5 blocks: one group), and 530 small images (67 blocks: groups of
+  // partial sums one after the other).
+  const std::vector<ConvGradShape> shapes = {{37, 20, 50, 5, 5, 9, 9}, {530, 3, 4, 2, 2, 3, 3}};
+  for (const auto& s : shapes) {
+    CAPTURE(s.images);
+    torch::manual_seed(11);
+    const auto weight = torch::randn({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w});
+    const auto grad = torch::randn({s.images, s.out_channels, s.out_h, s.out_w});
+    const auto input = torch::randn(s.input_size());
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);
+    const auto one = conv_weight_grad(grad, input, weight);
+    at::set_num_threads(2);
+    const auto two = conv_weight_grad(grad, input, weight);
+    const int used = own_kernel_threads();
+    at::set_num_threads(threads);
+    CHECK(torch::equal(one.first, two.first));
+    CHECK(torch::equal(one.second, two.second));
+    if (used < 2)
+      DPTRAIN_SKIP("dptrain's kernels reach one thread here: 1 and 2 threads not compared");
+  }
 }
 
 TEST_CASE("the weight gradient sums its blocks of 8 images in order, over any batch size",
