@@ -1,7 +1,7 @@
 // Catch2's main, with spdlog quietened so that test output stays readable. Catch2 2.x builds its
 // session into the file that defines CATCH_CONFIG_RUNNER; 3.x has it in its library. On 2.x,
 // main also reports the tests that skipped themselves (support/skip.h), which 3.x does itself.
-// A run in which an assertion failed exits 1: Catch2 2 exits with the number of failed
+// A run in which an assertion failed exits 1: Catch2 (2 and 3) exits with the number of failed
 // assertions, and four of them gave the status CTest reads as "skipped" (kAllSkippedStatus).
 #include <spdlog/spdlog.h>
 #if __has_include(<catch2/catch_session.hpp>)

@@ -28,7 +28,7 @@ TEST_CASE("four failed checks, for the exit status test alone", "[.][exit-status
 }
 
 TEST_CASE("a test with four failed checks exits as failed, not with the skipped status", "[cli]") {
-  // Catch2 2 exits with the number of failed assertions: four was CTest's "skipped".
+  // Catch2 exits with the number of failed assertions: four was CTest's "skipped".
   const auto self = std::filesystem::read_symlink("/proc/self/exe");
   const auto result = run_program(self, "'[exit-status-probe]'");
   INFO(result.out);
