@@ -3,8 +3,9 @@
 #
 #   scripts/check.sh asan|tsan [--build-only] [-- CTEST_ARGS...]
 #
-# CTEST_ARGS pick tests as ctest does: CI's ASan pass gives `-LE slow`, every test but the long
-# training runs and the examples (tagged [slow]: tests/CMakeLists.txt).
+# CTEST_ARGS pick tests as ctest does: CI's ASan pass gives `-LE 'slow|cli_trusted'`, every test
+# but the long training runs and the examples (tagged [slow]) and the quick CLI tests that feed
+# dptrain nothing hostile (tests/CMakeLists.txt, .ci/run).
 #
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer, built with Debian's clang (build-asan/):
 #         out-of-bounds accesses, use after free, undefined behaviour; any report fails the test
