@@ -162,8 +162,7 @@ std::pair<torch::Tensor, torch::Tensor> conv_weight_grad(const torch::Tensor& gr
   // same order as summing all blocks at once, with partial sums held for one group only (3.3 MB
   // for conv2, whatever the batch). The first block's sum starts `total`: no images give zeros.
   const int64_t threads = at::get_num_threads();
-  const int64_t group =
-      std::min(std::max<int64_t>(blocks, 1), (kGroupBlocks + threads - 1) / threads * threads);
+  const int64_t group = std::min(blocks, (kGroupBlocks + threads - 1) / threads * threads);
   std::vector<float> partials(group * block_floats);
   std::vector<float> total(block_floats, 0.0f);
   for (int64_t first = 0; first < blocks; first += group) {
