@@ -1,5 +1,7 @@
 #include "support/runs.h"
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "support/catch.h"
@@ -101,8 +103,12 @@ double max_relative_difference(const std::vector<torch::Tensor>& a,
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     REQUIRE(a[i].sizes() == b[i].sizes());
-    const double scale = b[i].abs().max().item<double>();
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+    const double difference = (a[i] - b[i]).abs().max().item<double>();
+    if (difference == 0) continue;  // equal, zero tensors included (no 0/0)
+    const double relative = difference / b[i].abs().max().item<double>();
+    // A NaN on either side is a difference: std::max would drop it and report the others'.
+    worst =
+        std::isnan(relative) ? std::numeric_limits<double>::infinity() : std::max(worst, relative);
   }
   return worst;
 }

@@ -46,7 +46,8 @@ std::string tensorboard_python();
 nlohmann::json read_with_tensorboard(const std::filesystem::path& run);
 
 // The largest difference between matching tensors, relative to the largest magnitude in `b`'s
-// tensor. Fails the test when the lists do not match in length or shapes.
+// tensor; infinity where either holds a NaN. Fails the test when the lists do not match in
+// length or shapes.
 double max_relative_difference(const std::vector<torch::Tensor>& a,
                                const std::vector<torch::Tensor>& b);
 
