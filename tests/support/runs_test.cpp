@@ -10,7 +10,7 @@ using namespace dptrain::testing;
 
 TEST_CASE(
     "max_relative_difference counts a NaN on either side as an infinite difference, and equal "
-    "zero tensors as equal",
+    "tensors as equal, zeros and infinities included",
     "[support]") {
   const auto nan = std::numeric_limits<float>::quiet_NaN();
   const auto inf = std::numeric_limits<double>::infinity();
@@ -19,7 +19,9 @@ TEST_CASE(
   const torch::Tensor with_nan = torch::tensor({1.0F, nan});
   CHECK(max_relative_difference({two}, {two.clone()}) == 0);
   CHECK(max_relative_difference({torch::zeros({3})}, {torch::zeros({3})}) == 0);  // not 0/0
-  CHECK(max_relative_difference({two}, {wider}) == Approx(0.2));  // 0.5 of b's largest, 2.5
+  const torch::Tensor infinite = torch::tensor({1.0F, std::numeric_limits<float>::infinity()});
+  CHECK(max_relative_difference({infinite}, {infinite.clone()}) == 0);  // not inf - inf
+  CHECK(max_relative_difference({two}, {wider}) == Approx(0.2));        // 0.5 of b's largest, 2.5
   CHECK(max_relative_difference({with_nan}, {two}) == inf);
   CHECK(max_relative_difference({two}, {with_nan}) == inf);
   CHECK(max_relative_difference({with_nan}, {with_nan.clone()}) == inf);
