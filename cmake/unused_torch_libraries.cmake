@@ -1,26 +1,50 @@
 # Debian's LibTorch 1.13 names 17 OpenCV and FFmpeg libraries among its dependencies (Caffe2's
-# image and video operators; 264 libraries once theirs are counted) and refers to no symbol of
-# theirs. The loader still maps, relocates and initialises all of them in every process that links
-# LibTorch, before main(): `dptrain --version` spent 0.66 s of CPU and 164 MB of resident memory
-# with them, 0.39 s and 90 MB without (2-core development machine), and every process a test or a
-# ddp job starts pays that again.
+# image and video operators; 214 libraries that nothing else needs, once theirs are counted) and
+# refers to no symbol of theirs. The loader still maps, relocates and initialises all of them in
+# every process that links LibTorch, before main(): `dptrain --version` took 0.63 to 0.70 s of CPU
+# and 160 MiB of resident memory with them, 0.38 to 0.40 s and 88 MiB without (2-core development
+# machine), and every process a test or a ddp job starts pays that again.
 #
-# So dptrain's programs look first in a folder of empty libraries with those sonames
-# (BUILD_DIR/unused-torch-libraries, installed under LIBDIR/dptrain/): the folder is in their
-# DT_RPATH, which the loader searches for the dependencies of every library the program loads
-# (DT_RUNPATH, the linker's default, would serve only the program's own), so libtorch_cpu's
-# requests find the stand-ins and the real libraries are never opened. Only where
-# cmake/unused_torch_libraries.sh finds it safe at configure time (no LibTorch library refers to
-# a symbol they define, and a LibTorch program with the stand-ins starts with every symbol bound);
-# with a LibTorch that needs no such library (pip's) nothing changes.
-# -DDPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES=OFF loads them all.
-include(GNUInstallDirs)
+# So dptrain's programs in the build tree look first in a folder of empty libraries with those
+# sonames, BUILD_DIR/unused-torch-libraries: the folder is in their DT_RPATH, which the loader
+# searches for the dependencies of every library the program loads (DT_RUNPATH, the linker's
+# default, would serve only the program's own), so libtorch_cpu's requests find the stand-ins and
+# the real libraries are never opened. Only where cmake/unused_torch_libraries.sh finds it safe at
+# configure time (no LibTorch library refers to a symbol they define, and a LibTorch program with
+# the stand-ins starts with every symbol bound); with a LibTorch that needs no such library (pip's)
+# nothing changes. A LibTorch updated in place that starts using them would stop dptrain at start
+# with the loader's "symbol lookup error": configure again, or build with
+# -DDPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES=OFF, which loads them all.
+#
+# The search path is the folder's absolute path, given to the linker directly and not through
+# CMake's BUILD_RPATH: CMake pads a build RPATH with empty entries to make room for the install
+# one, and the loader reads an empty entry as the current directory, so a program started in a
+# folder others can write would load their libraries. Whoever can write the build tree can replace
+# dptrain itself, so the folder adds no one who could put code into it. An installed dptrain has
+# no search path (install removes it) and loads the real libraries: a path relative to $ORIGIN
+# would trust whatever folder a copied binary lands in.
 option(DPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES
   "Give LibTorch empty stand-ins for the OpenCV and FFmpeg libraries it names but never uses" ON)
 set(DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR ${CMAKE_BINARY_DIR}/unused-torch-libraries)
 set(DPTRAIN_UNUSED_TORCH_LIBRARIES "")
-if(DPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES)
-  get_filename_component(_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+# Why LibTorch's unused libraries stay loaded although it names some (tests/cli/
+# unused_libraries_test.cpp fails with it); empty when they do not.
+set(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT "")
+get_filename_component(_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+if(NOT DPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES)
+  # Off by choice.
+elseif(NOT _torch_lib_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+  # A LibTorch in a folder of its own comes with a search path of its own, which
+  # --disable-new-dtags would turn into DT_RPATH: LD_LIBRARY_PATH could no longer override it.
+  message(STATUS "dptrain: LibTorch is outside the system's library folders: the libraries it "
+    "names but never uses stay loaded")
+elseif(DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR MATCHES "[,: ]")
+  # The linker would read the path as several (-Wl splits at commas, the loader at colons).
+  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT
+    "the build folder's path holds a comma, colon or space")
+elseif(NOT CMAKE_NM OR NOT CMAKE_OBJDUMP)
+  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT "no nm or objdump (binutils) was found")
+else()
   set(_torch_files "")
   foreach(_name torch torch_cpu c10)
     if(EXISTS "${_torch_lib_dir}/lib${_name}.so")
@@ -28,23 +52,24 @@ if(DPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES)
     endif()
   endforeach()
   execute_process(
-    COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/unused_torch_libraries.sh
-      ${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR} ${CMAKE_CXX_COMPILER} ${CMAKE_NM} ${CMAKE_OBJDUMP}
-      ${_torch_files}
+    COMMAND sh "${PROJECT_SOURCE_DIR}/cmake/unused_torch_libraries.sh"
+      "${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR}" "${CMAKE_CXX_COMPILER}" "${CMAKE_NM}"
+      "${CMAKE_OBJDUMP}" ${_torch_files}
     OUTPUT_VARIABLE _stubbed OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_VARIABLE DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT ERROR_STRIP_TRAILING_WHITESPACE
     RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)
-    message(FATAL_ERROR "cmake/unused_torch_libraries.sh failed (${_rc})")
+    message(FATAL_ERROR "cmake/unused_torch_libraries.sh failed (${_rc}): "
+      "${DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT}")
   endif()
   string(REPLACE "\n" ";" DPTRAIN_UNUSED_TORCH_LIBRARIES "${_stubbed}")
   list(LENGTH DPTRAIN_UNUSED_TORCH_LIBRARIES _count)
   message(STATUS "dptrain: ${_count} libraries LibTorch names but never uses get empty stand-ins")
 endif()
-if(DPTRAIN_UNUSED_TORCH_LIBRARIES)
-  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_INSTALL_DIR
-    ${CMAKE_INSTALL_LIBDIR}/dptrain/unused-torch-libraries)
-  install(DIRECTORY ${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR}/
-    DESTINATION ${DPTRAIN_UNUSED_TORCH_LIBRARIES_INSTALL_DIR})
+if(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT)
+  message(WARNING "dptrain: ${DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT}. Every dptrain process then "
+    "loads them (about 70 MiB and a quarter of a second more); "
+    "-DDPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES=OFF says that is meant.")
 endif()
 
 # Call for each program that links LibTorch.
@@ -52,9 +77,14 @@ function(dptrain_skip_unused_torch_libraries target)
   if(NOT DPTRAIN_UNUSED_TORCH_LIBRARIES)
     return()
   endif()
-  # Every entry of the program's search path becomes DT_RPATH, this folder's included.
-  target_link_options(${target} PRIVATE "LINKER:--disable-new-dtags")
-  set_property(TARGET ${target} APPEND PROPERTY BUILD_RPATH ${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR})
-  set_property(TARGET ${target} APPEND PROPERTY INSTALL_RPATH
-    "$ORIGIN/../${DPTRAIN_UNUSED_TORCH_LIBRARIES_INSTALL_DIR}")
+  target_link_options(${target} PRIVATE "LINKER:--disable-new-dtags"
+    "LINKER:-rpath,${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR}")
+endfunction()
+
+# Call after install(TARGETS target): the installed copy loses the build tree's search path.
+function(dptrain_install_without_stand_ins target destination)
+  if(NOT DPTRAIN_UNUSED_TORCH_LIBRARIES)
+    return()
+  endif()
+  install(CODE "file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${destination}/$<TARGET_FILE_NAME:${target}>\")")
 endfunction()
