@@ -27,23 +27,22 @@ option(DPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES
   "Give LibTorch empty stand-ins for the OpenCV and FFmpeg libraries it names but never uses" ON)
 set(DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR ${CMAKE_BINARY_DIR}/unused-torch-libraries)
 set(DPTRAIN_UNUSED_TORCH_LIBRARIES "")
-# Why LibTorch's unused libraries stay loaded although it names some (tests/cli/
-# unused_libraries_test.cpp fails with it); empty when they do not.
-set(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT "")
+# Why no stand-ins were made (tests/cli/unused_libraries_test.cpp skips, saying it), and where the
+# check that would make them could not run, why not (that test fails with it).
+set(DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE "")
+set(DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED "")
 get_filename_component(_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
 if(NOT DPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES)
-  # Off by choice.
+  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE "configured with -DDPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES=OFF")
 elseif(NOT _torch_lib_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
   # A LibTorch in a folder of its own comes with a search path of its own, which
   # --disable-new-dtags would turn into DT_RPATH: LD_LIBRARY_PATH could no longer override it.
-  message(STATUS "dptrain: LibTorch is outside the system's library folders: the libraries it "
-    "names but never uses stay loaded")
-elseif(DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR MATCHES "[,: ]")
+  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE "LibTorch is outside the system's library folders")
+elseif(DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR MATCHES "[,:]")
   # The linker would read the path as several (-Wl splits at commas, the loader at colons).
-  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT
-    "the build folder's path holds a comma, colon or space")
+  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED "the build folder's path holds a comma or colon")
 elseif(NOT CMAKE_NM OR NOT CMAKE_OBJDUMP)
-  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT "no nm or objdump (binutils) was found")
+  set(DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED "no nm or objdump (binutils) was found")
 else()
   set(_torch_files "")
   foreach(_name torch torch_cpu c10)
@@ -56,20 +55,37 @@ else()
       "${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR}" "${CMAKE_CXX_COMPILER}" "${CMAKE_NM}"
       "${CMAKE_OBJDUMP}" ${_torch_files}
     OUTPUT_VARIABLE _stubbed OUTPUT_STRIP_TRAILING_WHITESPACE
-    ERROR_VARIABLE DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT ERROR_STRIP_TRAILING_WHITESPACE
+    ERROR_VARIABLE _why ERROR_STRIP_TRAILING_WHITESPACE
     RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)
-    message(FATAL_ERROR "cmake/unused_torch_libraries.sh failed (${_rc}): "
-      "${DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT}")
+    message(FATAL_ERROR "cmake/unused_torch_libraries.sh failed (${_rc}): ${_why}")
   endif()
   string(REPLACE "\n" ";" DPTRAIN_UNUSED_TORCH_LIBRARIES "${_stubbed}")
-  list(LENGTH DPTRAIN_UNUSED_TORCH_LIBRARIES _count)
-  message(STATUS "dptrain: ${_count} libraries LibTorch names but never uses get empty stand-ins")
+  if(_stubbed)
+    list(LENGTH DPTRAIN_UNUSED_TORCH_LIBRARIES _count)
+    message(STATUS "dptrain: ${_count} libraries LibTorch names but never uses get empty "
+      "stand-ins")
+  elseif(_why MATCHES "(^|\n)used: ([^\n]*)$")
+    set(DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE "LibTorch uses them: ${CMAKE_MATCH_2}")
+  elseif(_why MATCHES "(^|\n)unchecked: ([^\n]*)$")
+    set(DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED "${CMAKE_MATCH_2}")
+  elseif(_why)
+    set(DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED "${_why}")
+  else()
+    set(DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE "this LibTorch names no OpenCV or FFmpeg library")
+  endif()
 endif()
-if(DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT)
-  message(WARNING "dptrain: ${DPTRAIN_UNUSED_TORCH_LIBRARIES_KEPT}. Every dptrain process then "
-    "loads them (about 70 MiB and a quarter of a second more); "
-    "-DDPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES=OFF says that is meant.")
+if(NOT DPTRAIN_UNUSED_TORCH_LIBRARIES)
+  file(REMOVE_RECURSE ${DPTRAIN_UNUSED_TORCH_LIBRARIES_DIR})  # an earlier configure's
+endif()
+if(DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED)
+  message(WARNING "dptrain: LibTorch's OpenCV and FFmpeg libraries stay loaded, unchecked: "
+    "${DPTRAIN_UNUSED_TORCH_LIBRARIES_UNCHECKED}. Every dptrain process then loads them (65 to 70 "
+    "MiB and a quarter of a second more); -DDPTRAIN_SKIP_UNUSED_TORCH_LIBRARIES=OFF says that is "
+    "meant.")
+elseif(DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE)
+  message(STATUS "dptrain: no stand-ins for LibTorch's libraries: "
+    "${DPTRAIN_UNUSED_TORCH_LIBRARIES_NONE}")
 endif()
 
 # Call for each program that links LibTorch.
@@ -86,5 +102,10 @@ function(dptrain_install_without_stand_ins target destination)
   if(NOT DPTRAIN_UNUSED_TORCH_LIBRARIES)
     return()
   endif()
-  install(CODE "file(RPATH_REMOVE FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${destination}/$<TARGET_FILE_NAME:${target}>\")")
+  if(IS_ABSOLUTE "${destination}")
+    set(where "\$ENV{DESTDIR}${destination}")
+  else()
+    set(where "\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${destination}")
+  endif()
+  install(CODE "file(RPATH_REMOVE FILE \"${where}/$<TARGET_FILE_NAME:${target}>\")")
 endfunction()
