@@ -82,7 +82,7 @@ int train_here(const cli::Command& command, const config::Config& config,
   }
   core::install_interrupt_handler();
   core::install_preemption_handler();
-  core::release_launcher_signals();  // a notice that came while this rank started acts now
+  core::take_signals_on_own_thread();  // a notice that came while this rank started acts now
   // A peer that dies mid-collective must surface as Gloo's error naming the collective, not as
   // a SIGPIPE killing this rank silently when Gloo writes to its socket (Python ignores SIGPIPE
   // too, so PyTorch's users see the same).

@@ -1,9 +1,12 @@
 #include "core/interrupt.h"
 
 #include <pthread.h>
-#include <atomic>
+#include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <mutex>
+#include <thread>
 
 #include "core/error.h"
 
@@ -81,6 +84,18 @@ void release_launcher_signals() {
   sigset_t set;
   launcher_held_signals(set);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void take_signals_on_own_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    hold_launcher_signals();  // in the calling thread, and so in every thread it starts later
+    std::thread([] {
+      pthread_setname_np(pthread_self(), kSignalThreadName);
+      release_launcher_signals();  // in this thread alone: the only one the kernel can pick
+      for (;;) ::pause();          // each signal runs its handler here, and pause returns
+    }).detach();
+  });
 }
 
 void clear_interrupt() {

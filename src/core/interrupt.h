@@ -34,6 +34,17 @@ void launcher_held_signals(sigset_t& set);  // fills `set` with them
 void hold_launcher_signals();
 void release_launcher_signals();
 
+// Training's way to release them: the handlers run on a thread of their own, which runs nothing
+// else, and every other thread keeps the signals blocked. oneDNN's generated GEMM kernels point
+// rsp at a heap workspace while they run (oneDNN issue 4845, fixed in oneDNN 3.11; Debian's
+// LibTorch 1.13 carries an older one), and the kernel pushes a signal's frame, a kilobyte or
+// more, below rsp: a handler that interrupted one wrote into the heap, and glibc aborted soon
+// after ("corrupted size vs. prev_size" after a preemption notice). Call it before the process
+// starts threads of its own: only threads started later inherit the blocked signals. Blocking
+// system calls on the other threads are no longer cut short by a signal; the flags are polled.
+void take_signals_on_own_thread();
+inline constexpr const char* kSignalThreadName = "dptrain-signals";
+
 // Forgets a request and arms the handler, even where SIGINT was ignored (tests that interrupt
 // themselves).
 void clear_interrupt();
