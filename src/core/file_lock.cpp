@@ -20,7 +20,7 @@ FileLock::FileLock(const std::filesystem::path& path, Mode mode) {
             : ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   int locked = -1;
   if (fd_ >= 0) {
-    do {  // a preemption notice interrupts the wait; the lock is still wanted
+    do {  // a signal's handler on this thread would cut the wait short; the lock is still wanted
       locked = ::flock(fd_, LOCK_EX | (mode == Mode::kTry ? LOCK_NB : 0));
     } while (locked != 0 && errno == EINTR);
   }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -90,11 +91,19 @@ void take_signals_on_own_thread() {
   static std::once_flag once;
   std::call_once(once, [] {
     hold_launcher_signals();  // in the calling thread, and so in every thread it starts later
-    std::thread([] {
+    std::promise<void> released;
+    std::future<void> ready = released.get_future();
+    // The promise lives on in the thread, which never ends: set_value may still be touching it
+    // after wait() has returned here.
+    std::thread([released = std::move(released)]() mutable {
       pthread_setname_np(pthread_self(), kSignalThreadName);
-      release_launcher_signals();  // in this thread alone: the only one the kernel can pick
-      for (;;) ::pause();          // each signal runs its handler here, and pause returns
+      // In this thread alone: the only one the kernel can pick. A pending signal's handler has
+      // run when pthread_sigmask returns.
+      release_launcher_signals();
+      released.set_value();
+      for (;;) ::pause();  // each signal runs its handler here, and pause returns
     }).detach();
+    ready.wait();
   });
 }
 

@@ -24,8 +24,8 @@ std::string preemption_signal_name();  // "SIGTERM" or "SIGUSR1", once requested
 // The signals dptrain's launcher holds blocked in the ranks it starts, from before their exec until
 // they can act on them: a Ctrl-C or preemption notice forwarded while a rank is still loading
 // LibTorch must not kill it with the default action (143 reads as a crash). Ranks release them
-// once their handlers are installed (train) or where the default action is what they want
-// (every other command); a pending one is then delivered.
+// once their handlers are installed (train: to its signals' thread alone, below) or where the
+// default action is what they want (every other command); a pending one is then delivered.
 void launcher_held_signals(sigset_t& set);  // fills `set` with them
 // main's first act, for a process started by anyone else (srun, torchrun, a shell): the notice
 // of a scheduler that comes while dptrain starts waits for the handlers in the same way. The
@@ -36,12 +36,18 @@ void release_launcher_signals();
 
 // Training's way to release them: the handlers run on a thread of their own, which runs nothing
 // else, and every other thread keeps the signals blocked. oneDNN's generated GEMM kernels point
-// rsp at a heap workspace while they run (oneDNN issue 4845, fixed in oneDNN 3.11; Debian's
-// LibTorch 1.13 carries an older one), and the kernel pushes a signal's frame, a kilobyte or
-// more, below rsp: a handler that interrupted one wrote into the heap, and glibc aborted soon
-// after ("corrupted size vs. prev_size" after a preemption notice). Call it before the process
-// starts threads of its own: only threads started later inherit the blocked signals. Blocking
-// system calls on the other threads are no longer cut short by a signal; the flags are polled.
+// rsp at a heap workspace while they run (oneDNN issue 4845, reproduced on 3.11.1 and fixed
+// after it by PR 4855; Debian's LibTorch 1.13 carries an older oneDNN), and the kernel pushes a
+// signal's frame, a kilobyte or more, below rsp: a handler that interrupted one wrote into the
+// heap, and glibc aborted soon after ("corrupted size vs. prev_size" after a preemption notice).
+// Returns once a notice that came while the process started has run its handler. Call it before
+// the process starts threads of its own: only threads started later inherit the blocked
+// signals, and one that a library started before main (a BLAS's pool in its constructor, none
+// with Debian's LibTorch) could still take them. Blocking system calls on the other threads are
+// no longer cut short by a signal; the flags are polled. A signal sent to one thread
+// (tgkill, pthread_kill) stays pending there, unseen, unless that thread is the signals' own;
+// kill, srun and every launcher send theirs to the process. Other signals with handlers (a
+// sampling profiler's SIGPROF) meet the same oneDNN kernels: none of dptrain's own.
 void take_signals_on_own_thread();
 inline constexpr const char* kSignalThreadName = "dptrain-signals";
 

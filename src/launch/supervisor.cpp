@@ -58,7 +58,11 @@ int open_log(const std::filesystem::path& log) {
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   ::signal(SIGUSR1, SIG_DFL);
-  ::sigprocmask(SIG_SETMASK, spec.hold_signals ? &held : &before, nullptr);
+  // `before` less the held three: a training process keeps them blocked on all its threads but
+  // one (core/interrupt.h), and its children must not inherit that.
+  sigset_t released = before;
+  for (const int signal : {SIGINT, SIGTERM, SIGUSR1}) ::sigdelset(&released, signal);
+  ::sigprocmask(SIG_SETMASK, spec.hold_signals ? &held : &released, nullptr);
   // Where dptrain started with stdout or stderr closed, the log took that number: dup2 onto
   // itself would keep it close-on-exec, and the child would start without it.
   for (const int target : {STDOUT_FILENO, STDERR_FILENO}) {

@@ -68,6 +68,11 @@ uint64_t start_point(const SweepPlan& plan, const std::vector<std::vector<std::s
                      int64_t index, launch::Children& running) {
   const auto& point = points[index];
   launch::ChildSpec spec = launch::program_spec("/proc/self/exe", train_args(plan, point, index));
+  // The point's hints quote its argv[0] ("go on from there with: ..."): this binary's path, which
+  // a shell runs, not /proc/self/exe, which is the shell's own.
+  std::error_code own_error;
+  const std::filesystem::path own = std::filesystem::read_symlink("/proc/self/exe", own_error);
+  if (!own_error) spec.argv.front() = own.string();
   spec.hold_signals = true;
   spec.own_group = true;
   spec.log = point_log(plan.dir, index);

@@ -20,14 +20,6 @@ std::vector<std::string> job(const TempDir& dir, const std::vector<std::string>&
   return momentum_sgd_job(dir / "data", backend, out);
 }
 
-// single on the CPU, or ddp over two CPU ranks.
-std::vector<std::string> on_backend(const std::string& backend) {
-  if (backend == "ddp") {
-    return {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"};
-  }
-  return {"--set", "parallel.devices=cpu"};
-}
-
 }  // namespace
 
 TEST_CASE("a preempted run resumes to the parameters of an uninterrupted one",
@@ -114,7 +106,7 @@ TEST_CASE("Adam with a warmed-up cosine schedule and accumulation resumes mid-ep
                                             "--set", "train.accumulate_grad_batches=2"};
   for (const std::string backend : {"single", "ddp"}) {
     INFO(backend);
-    std::vector<std::string> placement = on_backend(backend);
+    std::vector<std::string> placement = on_cpu_backend(backend);
     placement.insert(placement.end(), options.begin(), options.end());
     const auto whole = dir / (backend + "-whole");
     const auto uninterrupted = run_dptrain(shell_words(job(dir, placement, whole)));
@@ -163,7 +155,7 @@ TEST_CASE("checkpoint.every_steps checkpoints within epochs, and each resumes ex
   // 20 batches of 30 an epoch; a checkpoint every 5 steps and at each epoch's end.
   for (const std::string backend : {"single", "ddp"}) {
     INFO(backend);
-    std::vector<std::string> options = on_backend(backend);
+    std::vector<std::string> options = on_cpu_backend(backend);
     options.insert(options.end(), {"--set", "checkpoint.every_steps=5", "--set",
                                    "checkpoint.every_epochs=0", "--set", "checkpoint.keep_last=0"});
     const auto whole = dir / (backend + "-whole");

@@ -4,6 +4,11 @@
 // glibc's heap checks ("corrupted size vs. prev_size").
 #include "support/catch.h"
 
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <string>
@@ -22,19 +27,32 @@ struct ThreadSignals {
   uint64_t blocked = 0;  // SigBlk: bit n-1 for signal n
 };
 
+// A thread that ended while this read the folder is left out.
 std::vector<ThreadSignals> threads_of(int pid) {
   std::vector<ThreadSignals> threads;
   const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
   for (const auto& task : std::filesystem::directory_iterator(tasks)) {
     ThreadSignals t;
-    std::getline(std::ifstream(task.path() / "comm"), t.name);
+    bool read = false;
     std::ifstream status(task.path() / "status");
     for (std::string line; std::getline(status, line);) {
-      if (line.rfind("SigBlk:", 0) == 0) t.blocked = std::stoull(line.substr(7), nullptr, 16);
+      if (line.rfind("Name:", 0) == 0) t.name = line.substr(line.find_first_not_of(" \t", 5));
+      if (line.rfind("SigBlk:", 0) != 0) continue;
+      t.blocked = std::stoull(line.substr(7), nullptr, 16);
+      read = true;
     }
-    threads.push_back(t);
+    if (read) threads.push_back(t);
   }
   return threads;
+}
+
+// Sends `signal` to the process behind a pidfd (never to a later process given the same pid);
+// false once it has ended.
+bool signal_if_running(int pidfd, int signal) {
+  pollfd ended{pidfd, POLLIN, 0};
+  if (::poll(&ended, 1, 0) != 0) return false;
+  ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+  return true;
 }
 
 bool blocks(const ThreadSignals& t, int signal) {
@@ -46,11 +64,6 @@ std::vector<int> trainers(const BackgroundRun& run, bool ddp) {
   return ddp ? started_rank_pids(run.stderr_text(), -1) : std::vector<int>{run.pid()};
 }
 
-std::vector<std::string> backend_options(bool ddp) {
-  if (ddp) return {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"};
-  return {"--set", "parallel.devices=cpu"};
-}
-
 }  // namespace
 
 TEST_CASE("a training process takes its signals on one thread and every other thread blocks them",
@@ -59,7 +72,8 @@ TEST_CASE("a training process takes its signals on one thread and every other th
   write_tiny_dataset(dir / "data", 3000, 90);
   for (const bool ddp : {false, true}) {
     INFO((ddp ? "ddp" : "single"));
-    auto args = momentum_sgd_job(dir / "data", backend_options(ddp), dir / (ddp ? "ddp" : "one"));
+    auto args = momentum_sgd_job(dir / "data", on_cpu_backend(ddp ? "ddp" : "single"),
+                                 dir / (ddp ? "ddp" : "one"));
     args.insert(args.end(), {"--set", "log.every_steps=1", "--set", "data.num_workers=2"});
     BackgroundRun run(args);
     REQUIRE(run.wait_for_stderr("epoch 1 batch 5/100", 60));
@@ -95,22 +109,25 @@ TEST_CASE("a burst of preemption notices ends each run with a checkpoint and nev
     const bool ddp = runs[i];
     INFO((ddp ? "ddp" : "single"));
     const auto out = dir / ("run-" + std::to_string(i));
-    auto args = momentum_sgd_job(dir / "data", backend_options(ddp), out);
+    auto args = momentum_sgd_job(dir / "data", on_cpu_backend(ddp ? "ddp" : "single"), out);
     args.insert(args.end(), {"--set", "log.every_steps=1"});
     BackgroundRun run(args);
     REQUIRE(run.wait_for_stderr("epoch 1 batch 5/100", 60));
     const std::vector<int> pids = trainers(run, ddp);
     REQUIRE(pids.size() == (ddp ? 2U : 1U));
+    std::vector<int> pidfds;
+    for (const int pid : pids)
+      pidfds.push_back(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    CHECK(std::count(pidfds.begin(), pidfds.end(), -1) == 0);
     // As fast as this thread can send them, until every trainer has ended (or a minute passed).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     for (bool any = true; any && std::chrono::steady_clock::now() < deadline;) {
       any = false;
-      for (const int pid : pids) {
-        if (!process_alive(pid)) continue;
-        any = true;
-        for (int k = 0; k < 256; ++k) ::kill(pid, SIGUSR1);
+      for (const int fd : pidfds) {
+        for (int k = 0; k < 256 && fd >= 0 && signal_if_running(fd, SIGUSR1); ++k) any = true;
       }
     }
+    for (const int fd : pidfds) ::close(fd);
     const auto stopped = run.finish(60);
     INFO(stopped.err);
     CHECK(stopped.status == 75);

@@ -125,6 +125,9 @@ TEST_CASE("a job array's task runs its point alone, and a preempted one goes on 
   const auto stopped = task.finish(120);
   INFO(stopped.err);
   CHECK(stopped.status == 75);
+  CHECK_THAT(stopped.err,
+             ContainsSubstring("go on from there with: " +
+                               std::filesystem::canonical(DPTRAIN_BINARY).string() + " train"));
   CHECK_FALSE(std::filesystem::exists(out / "0"));
   const auto state = nlohmann::json::parse(dptrain::core::read_text_file(out / "1" / "state.json"));
   CHECK(state["state"] == "preempted");

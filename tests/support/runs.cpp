@@ -28,6 +28,13 @@ std::vector<std::string> momentum_sgd_job(const std::filesystem::path& data_dir,
   return args;
 }
 
+std::vector<std::string> on_cpu_backend(const std::string& backend) {
+  if (backend == "ddp") {
+    return {"--set", "parallel.backend=ddp", "--set", "parallel.devices=[\"cpu\",\"cpu\"]"};
+  }
+  return {"--set", "parallel.devices=cpu"};
+}
+
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt) {
   std::vector<torch::Tensor> params;
   for (const auto& entry : model::decode_state_dict(read_bytes(model_pt))) {

@@ -25,6 +25,9 @@ std::vector<std::string> momentum_sgd_job(const std::filesystem::path& data_dir,
                                           const std::vector<std::string>& extra,
                                           const std::filesystem::path& out);
 
+// The options of a job on `backend`: "single" on the CPU, or "ddp" over two CPU ranks.
+std::vector<std::string> on_cpu_backend(const std::string& backend);
+
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt);
 nlohmann::json summary_of(const std::filesystem::path& run_dir);
 // metrics.jsonl's records, one per epoch.
