@@ -116,8 +116,9 @@ TEST_CASE("a burst of preemption notices ends each run with a checkpoint and nev
     const std::vector<int> pids = trainers(run, ddp);
     REQUIRE(pids.size() == (ddp ? 2U : 1U));
     std::vector<int> pidfds;
-    for (const int pid : pids)
+    for (const int pid : pids) {
       pidfds.push_back(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    }
     CHECK(std::count(pidfds.begin(), pidfds.end(), -1) == 0);
     // As fast as this thread can send them, until every trainer has ended (or a minute passed).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

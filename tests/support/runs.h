@@ -16,7 +16,6 @@ namespace dptrain::testing {
 inline const std::vector<std::string> kJobSecretEnv = {
     "DPTRAIN_JOB_SECRET=4f1b2c3d4e5f60718293a4b5c6d7e8f9"};
 
-// model.pt's tensors in the model's order.
 // The arguments of a short momentum-SGD run that resumes exactly: `train` on the IDX files in
 // `data_dir` in batches of 30, two epochs, weights drawn wide enough to learn at once (init_std
 // 0.1), lr 0.05 with momentum 0.9 (state a checkpoint must carry), one thread, a 60 s ddp
@@ -28,6 +27,7 @@ std::vector<std::string> momentum_sgd_job(const std::filesystem::path& data_dir,
 // The options of a job on `backend`: "single" on the CPU, or "ddp" over two CPU ranks.
 std::vector<std::string> on_cpu_backend(const std::string& backend);
 
+// model.pt's tensors in the model's order.
 std::vector<torch::Tensor> load_parameters(const std::filesystem::path& model_pt);
 nlohmann::json summary_of(const std::filesystem::path& run_dir);
 // metrics.jsonl's records, one per epoch.
