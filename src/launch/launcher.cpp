@@ -205,6 +205,12 @@ int job_status(const JobEnd& end, int world, const std::vector<std::string>& res
     return kPreemptedStatus;
   }
   if (end.failures.empty()) return 0;
+  if (end.interrupts > 1) {
+    // This launcher's SIGKILL ended the ranks: the job was interrupted, as a single process's
+    // 130 says, and not killed (137 would read as the scheduler's or the kernel's doing).
+    spdlog::warn("ddp: stopped at once on a second Ctrl-C: the ranks were killed");
+    return kInterruptedStatus;
+  }
   const Outcome& first = culprit(end.failures);
   if (end.interrupts > 0) {
     spdlog::warn("ddp: stopped on Ctrl-C; rank {} {}", first.rank, first.what);

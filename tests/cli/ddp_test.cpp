@@ -3,8 +3,10 @@
 // MASTER_PORT.
 #include "support/catch.h"
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
+#include <thread>
 
 #include "core/fs.h"
 #include "distributed/communicator.h"
@@ -383,6 +385,20 @@ TEST_CASE("Ctrl-C reaches every local rank once and the job exits 130", "[cli][d
   CHECK(result.status == 130);
   CHECK_THAT(result.err, ContainsSubstring("interrupted: "));
   CHECK(std::filesystem::exists(dir / "out" / "config.json"));
+}
+
+TEST_CASE("a second Ctrl-C stops a ddp job at once and it exits 130 as a single process does",
+          "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  BackgroundRun run(long_local_job(data, dir / "out"));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 3/10", 60));
+  run.signal(SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  run.signal(SIGINT);
+  const auto result = run.finish(30);
+  INFO(result.err);
+  CHECK(result.status == 130);  // was 137: the launcher's own SIGKILL, read as the rank's failure
 }
 
 TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives single's parameters",
