@@ -61,7 +61,9 @@ int open_log(const std::filesystem::path& log) {
   // `before` less the held three: a training process keeps them blocked on all its threads but
   // one (core/interrupt.h), and its children must not inherit that.
   sigset_t released = before;
-  for (const int signal : {SIGINT, SIGTERM, SIGUSR1}) ::sigdelset(&released, signal);
+  for (int signal = 1; signal < NSIG; ++signal) {
+    if (::sigismember(&held, signal) == 1) ::sigdelset(&released, signal);
+  }
   ::sigprocmask(SIG_SETMASK, spec.hold_signals ? &held : &released, nullptr);
   // Where dptrain started with stdout or stderr closed, the log took that number: dup2 onto
   // itself would keep it close-on-exec, and the child would start without it.
