@@ -13,9 +13,9 @@ namespace dptrain::model {
 
 namespace {
 
-constexpr auto kChannelsLast = torch::MemoryFormat::ChannelsLast;
+constexpr auto kActivationLayout = torch::MemoryFormat::ChannelsLast;
 
-WinogradShape shape_of(const torch::Tensor& x) {
+WinogradShape winograd_shape_of(const torch::Tensor& x) {
   return {x.size(0), x.size(2), x.size(3)};
 }
 
@@ -23,8 +23,8 @@ WinogradShape shape_of(const torch::Tensor& x) {
 torch::Tensor convolve(const torch::Tensor& x, const std::vector<float>& weights, int64_t outputs,
                        const torch::Tensor& bias) {
   torch::Tensor y = torch::empty({x.size(0), outputs, x.size(2), x.size(3)},
-                                 x.options().memory_format(kChannelsLast));
-  winograd_convolution(x.data_ptr<float>(), shape_of(x), x.size(1), weights, outputs,
+                                 x.options().memory_format(kActivationLayout));
+  winograd_convolution(x.data_ptr<float>(), winograd_shape_of(x), x.size(1), weights, outputs,
                        bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>());
   return y;
 }
@@ -35,7 +35,7 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias) {
     RECORD_FUNCTION(kWinogradConvOp, std::vector<c10::IValue>({x, weight}));
-    const torch::Tensor input = x.contiguous(kChannelsLast);
+    const torch::Tensor input = x.contiguous(kActivationLayout);
     const torch::Tensor kernels = weight.contiguous();
     ctx->save_for_backward({input, kernels});
     const bool has_bias = bias.numel() > 0;
@@ -52,17 +52,19 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& x = saved[0];
     const torch::Tensor& weight = saved[1];
-    const torch::Tensor grad = grads[0].contiguous(kChannelsLast);
+    const torch::Tensor grad = grads[0].contiguous(kActivationLayout);
     torch::Tensor x_grad, weight_grad, bias_grad;
     if (ctx->needs_input_grad(0)) {
+      RECORD_FUNCTION(kWinogradInputGradOp, std::vector<c10::IValue>({grad, weight}));
       const std::vector<float> turned =
           winograd_weights(weight.data_ptr<float>(), weight.size(0), weight.size(1), true);
       x_grad = convolve(grad, turned, weight.size(1), torch::Tensor());
     }
     if (ctx->needs_input_grad(1)) {
+      RECORD_FUNCTION(kWinogradWeightGradOp, std::vector<c10::IValue>({grad, x}));
       weight_grad = torch::empty(weight.sizes(), weight.options());
-      winograd_weight_grad(x.data_ptr<float>(), grad.data_ptr<float>(), shape_of(x), x.size(1),
-                           weight.size(0), weight_grad.data_ptr<float>());
+      winograd_weight_grad(x.data_ptr<float>(), grad.data_ptr<float>(), winograd_shape_of(x),
+                           x.size(1), weight.size(0), weight_grad.data_ptr<float>());
     }
     if (ctx->needs_input_grad(2) && ctx->saved_data["bias"].toBool()) {
       bias_grad = grad.sum({0, 2, 3});

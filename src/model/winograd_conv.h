@@ -8,9 +8,10 @@
 
 namespace dptrain::model {
 
-// The name the forward pass runs under for profilers; the backward pass runs under
-// "WinogradConvBackward".
+// The names the three passes run under for profilers.
 constexpr const char* kWinogradConvOp = "dptrain::winograd_conv";
+constexpr const char* kWinogradInputGradOp = "dptrain::winograd_input_grad";
+constexpr const char* kWinogradWeightGradOp = "dptrain::winograd_weight_grad";
 
 // True when winograd_conv() takes these: fp32 CPU tensors outside CPU autocast, x [N, C, H, W]
 // with N > 0, weight [K, C, 3, 3], C and K multiples of 16, bias [K] or undefined, for a

@@ -18,7 +18,8 @@ constexpr int64_t kStrip = kWinogradChannelStep;
 // 16 output channels: 12 accumulators, 6 broadcasts and 2 weight vectors in AVX2's 16 registers.
 constexpr int kRows = 6;
 // Tiles per block of the forward pass: the block's transformed inputs and products (16 x 60 x
-// channels floats each, 240 KB at 64 channels) stay in the L2 cache between the three steps.
+// channels floats each) stay in the L2 cache between the three steps at 64 channels (240 KB
+// each); at 512 (1.9 MB) they do not, and the products' reads of the weights (16 MB) dominate.
 constexpr int64_t kBlockTiles = 60;
 // The weight gradient transforms this many bytes of inputs and gradients at a time, then sums
 // their products point by point, each point's sums on one thread, kSumTiles tiles at a time in
@@ -321,16 +322,17 @@ void winograd_convolution(const float* x, const WinogradShape& shape, int64_t in
   // As many blocks of up to kBlockTiles as the threads share evenly: at batch 32 the 512-channel
   // stage has 128 tiles, which would be 3 blocks of 60 for 2 threads. Each tile's outputs are its
   // own, so the blocks' size changes no result.
+  // Not under 2 x kRows tiles, though: each block reads all the transformed weights again.
   const int64_t threads = at::get_num_threads();
-  const int64_t blocks =
+  const int64_t even_blocks =
       ((tiles + kBlockTiles - 1) / kBlockTiles + threads - 1) / threads * threads;
-  const int64_t block_tiles = (tiles + blocks - 1) / blocks;
+  const int64_t block_tiles = std::max((tiles + even_blocks - 1) / even_blocks, 2 * int64_t{kRows});
+  const int64_t blocks = (tiles + block_tiles - 1) / block_tiles;
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> v(kPoints * block_tiles * inputs), m(kPoints * block_tiles * outputs);
     for (int64_t block = begin; block < end; ++block) {
       const int64_t first = block * block_tiles;
       const int64_t count = std::min(block_tiles, tiles - first);
-      if (count <= 0) break;
       transform_inputs(x, shape, inputs, first, count, v.data(), count);
       multiply_block(v.data(), count, inputs, weights.data(), outputs, m.data());
       transform_outputs(m.data(), shape, outputs, first, count, bias, y);

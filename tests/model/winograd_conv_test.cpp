@@ -6,6 +6,7 @@
 #include "support/skip.h"
 
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,15 +31,15 @@ double relative_error(const torch::Tensor& got, const torch::Tensor& expected) {
   return ((got.to(torch::kFloat64) - expected).abs().max() / expected.abs().max()).item<double>();
 }
 
-// Counts the calls of the kernel's forward op on this thread.
-thread_local int winograd_calls = 0;
+// The calls of each op on this thread, by name (the CPU's backward runs on the caller's thread).
+thread_local std::map<std::string, int> op_calls;
 
 template <typename Body>
-void counting_winograd_calls(Body body) {
-  winograd_calls = 0;
+void counting_op_calls(Body body) {
+  op_calls.clear();
   const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
       [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (std::string(fn.name()) == kWinogradConvOp) ++winograd_calls;
+        ++op_calls[fn.name()];
         return nullptr;
       }));
   body();
@@ -50,9 +51,11 @@ void counting_winograd_calls(Body body) {
 TEST_CASE("the Winograd convolution equals LibTorch's forward and in all three gradients",
           "[model]") {
   // ResNet-18's first stage at a small size; odd heights and widths (tiles over the edge); one
-  // pixel; one row; more outputs than inputs and fewer; a batch of one.
+  // pixel; one row; more outputs than inputs and fewer; a batch of one; 4,730 tiles, which the
+  // weight gradient takes in two chunks (4,096 tiles a chunk at 16 channels).
   const std::vector<Shape> shapes = {{2, 64, 64, 14, 14}, {3, 16, 32, 5, 7}, {2, 32, 16, 1, 1},
-                                     {1, 16, 16, 1, 6},   {2, 48, 64, 8, 3}, {1, 16, 48, 7, 7}};
+                                     {1, 16, 16, 1, 6},   {2, 48, 64, 8, 3}, {1, 16, 48, 7, 7},
+                                     {43, 16, 16, 19, 21}};
   for (const auto& s : shapes) {
     CAPTURE(s.images, s.inputs, s.outputs, s.height, s.width);
     torch::manual_seed(static_cast<uint64_t>(s.inputs * 1000 + s.outputs + s.height));
@@ -87,18 +90,27 @@ TEST_CASE("the Winograd convolution reads any layout and leaves out what needs n
   const auto standard = winograd_conv(x, w, torch::Tensor());
   CHECK(torch::equal(winograd_conv(x.contiguous(torch::MemoryFormat::ChannelsLast), w, {}),
                      standard));
-  // A slice of a wider batch and a transposed weight's copy are read where they lie.
+  // A slice of a wider batch, and weights in another layout, give the same bits.
   const auto wide = torch::randn({2, 64, 6, 5});
   wide.slice(1, 16, 48).copy_(x);
   CHECK(torch::equal(winograd_conv(wide.slice(1, 16, 48), w, {}), standard));
   CHECK(
       torch::equal(winograd_conv(x, w.transpose(0, 1).contiguous().transpose(0, 1), {}), standard));
-  // Only the weight needs a gradient: no input gradient is computed, and no bias is made up.
+  // Asked for one gradient of the two, the backward pass computes that one alone.
   const auto weight = w.clone().requires_grad_();
-  const auto input = x.clone();
-  winograd_conv(input, weight, torch::Tensor()).sum().backward();
-  CHECK(weight.grad().defined());
-  CHECK_FALSE(input.grad().defined());
+  const auto input = x.clone().requires_grad_();
+  for (const bool of_weight : {true, false}) {
+    CAPTURE(of_weight);
+    torch::Tensor grad;
+    counting_op_calls([&] {
+      const auto y = winograd_conv(input, weight, torch::Tensor());
+      grad = torch::autograd::grad({y.sum()}, {of_weight ? weight : input})[0];
+    });
+    CHECK(grad.sizes() == (of_weight ? weight : input).sizes());
+    CHECK(op_calls[kWinogradConvOp] == 1);
+    CHECK(op_calls[kWinogradWeightGradOp] == (of_weight ? 1 : 0));
+    CHECK(op_calls[kWinogradInputGradOp] == (of_weight ? 0 : 1));
+  }
 }
 
 TEST_CASE("the Winograd convolution has the same bits at any thread count and batch split",
@@ -167,9 +179,10 @@ TEST_CASE("winograd_conv refuses what it does not compute", "[model]") {
   CHECK_FALSE(winograd_conv_applies(x.to(torch::kFloat64), w.to(torch::kFloat64), {}));
   CHECK_FALSE(winograd_conv_applies(x.to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
   {
+    const bool was_enabled = at::autocast::is_cpu_enabled();
     at::autocast::set_cpu_enabled(true);
     const bool under_autocast = winograd_conv_applies(x, w, {});
-    at::autocast::set_cpu_enabled(false);
+    at::autocast::set_cpu_enabled(was_enabled);
     CHECK_FALSE(under_autocast);
   }
   CHECK_THROWS_WITH(winograd_conv(x, torch::randn({16, 16, 5, 5}), {}),
@@ -186,11 +199,14 @@ TEST_CASE(
   const auto x = torch::randn({3, 1, 28, 28});
   const auto labels = torch::tensor({1, 4, 7});
   torch::Tensor loss;
-  counting_winograd_calls([&] {
+  counting_op_calls([&] {
     loss = torch::cross_entropy_loss(net->forward(x), labels);
     loss.backward();
   });
-  CHECK(winograd_calls == 13);  // the stage's convolutions but the stem, 3 strided and 3 1x1
+  // The stages' convolutions but the 3 strided ones (and the stem and the 3 1x1 shortcuts).
+  CHECK(op_calls[kWinogradConvOp] == 13);
+  CHECK(op_calls[kWinogradWeightGradOp] == 13);
+  CHECK(op_calls[kWinogradInputGradOp] == 13);
   const auto expected =
       torch::cross_entropy_loss(reference->forward(x.to(torch::kFloat64)), labels);
   expected.backward();
