@@ -7,9 +7,14 @@
 // The same kernels give the input gradient (a convolution of the output gradient with the kernel
 // turned and transposed) and the weight gradient (the products' gradient in the transform's
 // domain, taken back through the weights' transform). Results depend on neither the thread count
-// nor the blocks' split between threads; they differ from a direct convolution's in the last bits
-// (the transforms add and subtract inputs before the products). A non-finite input reaches the
-// outputs a direct convolution's would and no others, but an infinity may come out NaN there.
+// nor the blocks' split between threads. They are rounded otherwise than a direct convolution's:
+// the transforms add and subtract a tile's inputs before the products and take the sums apart
+// after, so an output's error scales with the largest values of its tile's 4x4 patch, not with
+// its own 3x3 inputs (an output beside activations 1e5 times its size can lose 2 to 3 digits), and
+// values over about 1e37 overflow where a direct convolution's would not. In the forward pass a
+// non-finite input reaches the outputs a direct convolution's would and no others (an infinity
+// may come out NaN); in the gradients it spreads over its tile: an infinite input at an image's
+// edge makes all 9 taps of its channel's weight gradient non-finite, not the direct 4 or 6.
 #pragma once
 
 #include <cstdint>
