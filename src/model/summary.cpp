@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/fused_input_block.h"
+#include "model/winograd_conv.h"
 
 namespace dptrain::model {
 namespace {
@@ -43,13 +44,15 @@ struct OpInputs : at::ObserverContext {
   OpInputs(Kind k, int64_t f) : kind(k), flops_per_output(f) {}
 };
 
-// aten::convolution (under conv2d and the backends' own kernels), LeNet's fused input block, and
-// aten::linear / aten::mm / aten::addmm / aten::mkldnn_linear (model/cpu_kernels.h's dense) as
-// dispatched at the top: a linear that becomes an addmm is counted once.
+// aten::convolution (under conv2d and the backends' own kernels), ResNet-18's Winograd
+// convolutions (as many FLOPs as a direct convolution's, as every figure here counts them), LeNet's
+// fused input block, and aten::linear / aten::mm / aten::addmm / aten::mkldnn_linear
+// (model/cpu_kernels.h's dense) as dispatched at the top: a linear that becomes an addmm is
+// counted once.
 std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const auto inputs = fn.inputs();
-  if (name == "aten::convolution") {
+  if (name == "aten::convolution" || name == kWinogradConvOp) {  // counted as a direct one
     const torch::Tensor* weight = tensor_at(inputs, 1);
     if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
     return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
@@ -82,11 +85,12 @@ void count_op(const at::RecordFunction& fn, const OpInputs& op) {
 }
 
 // Counts only the outermost of nested ops: linear -> addmm, conv2d -> convolution ->
-// mkldnn_convolution; aten::convolution wherever it sits.
+// mkldnn_convolution; aten::convolution and the Winograd convolution wherever they sit.
 thread_local int depth = 0;
 std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+  const std::string name = fn.name();
   const bool counted =
-      counting != nullptr && (depth == 0 || fn.name() == std::string("aten::convolution"));
+      counting != nullptr && (depth == 0 || name == "aten::convolution" || name == kWinogradConvOp);
   ++depth;
   if (!counted) return nullptr;
   return read_inputs(fn);

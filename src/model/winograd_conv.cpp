@@ -34,6 +34,7 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
   // `bias` is empty for a convolution without one.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias) {
+    // RECORD_FUNCTION declares the `guard` used below (1.13 to 2.x alike).
     RECORD_FUNCTION(kWinogradConvOp, std::vector<c10::IValue>({x, weight}));
     const torch::Tensor input = x.contiguous(kActivationLayout);
     const torch::Tensor kernels = weight.contiguous();
@@ -42,8 +43,11 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
     ctx->saved_data["bias"] = has_bias;
     const std::vector<float> weights =
         winograd_weights(kernels.data_ptr<float>(), kernels.size(0), kernels.size(1), false);
-    return convolve(input, weights, kernels.size(0),
-                    has_bias ? bias.contiguous() : torch::Tensor());
+    torch::Tensor y =
+        convolve(input, weights, kernels.size(0), has_bias ? bias.contiguous() : torch::Tensor());
+    // For `dptrain info`'s count of FLOPs (model/summary.cpp), which reads the output's size.
+    if (guard.isActive() && guard.needsOutputs()) guard.setOutputs(std::vector<c10::IValue>{y});
+    return y;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
