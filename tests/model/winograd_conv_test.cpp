@@ -11,9 +11,9 @@
 #include <vector>
 
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
+#include "core/torch_compat.h"
 #include "model/cpu_kernels.h"
 #include "model/resnet.h"
 #include "model/winograd_conv.h"
@@ -179,10 +179,11 @@ TEST_CASE("winograd_conv refuses what it does not compute", "[model]") {
   CHECK_FALSE(winograd_conv_applies(x.to(torch::kFloat64), w.to(torch::kFloat64), {}));
   CHECK_FALSE(winograd_conv_applies(x.to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
   {
-    const bool was_enabled = at::autocast::is_cpu_enabled();
-    at::autocast::set_cpu_enabled(true);
+    namespace compat = dptrain::core::compat;
+    const bool was_enabled = compat::autocast_enabled(c10::DeviceType::CPU);
+    compat::set_autocast_enabled(c10::DeviceType::CPU, true);
     const bool under_autocast = winograd_conv_applies(x, w, {});
-    at::autocast::set_cpu_enabled(was_enabled);
+    compat::set_autocast_enabled(c10::DeviceType::CPU, was_enabled);
     CHECK_FALSE(under_autocast);
   }
   CHECK_THROWS_WITH(winograd_conv(x, torch::randn({16, 16, 5, 5}), {}),
