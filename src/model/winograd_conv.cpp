@@ -40,7 +40,6 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
     const torch::Tensor kernels = weight.contiguous();
     ctx->save_for_backward({input, kernels});
     const bool has_bias = bias.numel() > 0;
-    ctx->saved_data["bias"] = has_bias;
     const std::vector<float> weights =
         winograd_weights(kernels.data_ptr<float>(), kernels.size(0), kernels.size(1), false);
     torch::Tensor y =
@@ -70,9 +69,8 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
       winograd_weight_grad(x.data_ptr<float>(), grad.data_ptr<float>(), winograd_shape_of(x),
                            x.size(1), weight.size(0), weight_grad.data_ptr<float>());
     }
-    if (ctx->needs_input_grad(2) && ctx->saved_data["bias"].toBool()) {
-      bias_grad = grad.sum({0, 2, 3});
-    }
+    // The empty stand-in for no bias needs no gradient: only a real bias can ask for one.
+    if (ctx->needs_input_grad(2)) bias_grad = grad.sum({0, 2, 3});
     return {x_grad, weight_grad, bias_grad};
   }
 };
