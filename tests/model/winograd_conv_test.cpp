@@ -1,13 +1,13 @@
 // dptrain's Winograd 3x3 convolution (model/winograd_conv.h): LibTorch's results in float64 within
 // fp32's rounding, forward and all three gradients; the same bits at any thread count; what it
-// refuses; where a non-finite input reaches; and ResNet-18 running it against LibTorch's own
-// convolutions.
+// refuses; where a non-finite input reaches; and ResNet-18 running it, call by call.
 #include "support/catch.h"
 #include "support/skip.h"
 
+#include <algorithm>
 #include <limits>
-#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -31,19 +31,78 @@ double relative_error(const torch::Tensor& got, const torch::Tensor& expected) {
   return ((got.to(torch::kFloat64) - expected).abs().max() / expected.abs().max()).item<double>();
 }
 
-// The calls of each op on this thread, by name (the CPU's backward runs on the caller's thread).
-thread_local std::map<std::string, int> op_calls;
+// A call of one of the three Winograd ops: the tensors it handed the profiler, copied (the
+// network frees or reuses them).
+struct WinogradCall {
+  std::string op;
+  std::vector<torch::Tensor> inputs;  // aten::convolution's order: (x, weight, bias) and so on
+  torch::Tensor output;
+};
+
+// The Winograd ops' calls on this thread (the CPU's backward runs on the caller's thread).
+thread_local std::vector<WinogradCall> winograd_calls;
+
+bool is_winograd_op(const std::string& name) {
+  return name == kWinogradConvOp || name == kWinogradInputGradOp || name == kWinogradWeightGradOp;
+}
+
+// The inputs are read on entering: the op's list of them lives only until its first statement.
+struct CallInProgress : at::ObserverContext {
+  WinogradCall call;
+};
+
+std::unique_ptr<at::ObserverContext> enter_call(const at::RecordFunction& fn) {
+  if (!is_winograd_op(fn.name())) return nullptr;
+  auto entered = std::make_unique<CallInProgress>();
+  entered->call.op = fn.name();
+  for (const c10::IValue& input : fn.inputs()) {
+    entered->call.inputs.push_back(input.toTensor().clone());
+  }
+  return entered;
+}
+
+void leave_call(const at::RecordFunction& fn, at::ObserverContext* context) {
+  if (context == nullptr) return;
+  WinogradCall& call = static_cast<CallInProgress*>(context)->call;
+  call.output = fn.outputs().at(0).toTensor().clone();
+  winograd_calls.push_back(std::move(call));
+}
 
 template <typename Body>
-void counting_op_calls(Body body) {
-  op_calls.clear();
-  const auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
-      [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        ++op_calls[fn.name()];
-        return nullptr;
-      }));
+void recording_winograd_calls(Body body) {
+  winograd_calls.clear();
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(enter_call, leave_call).needsInputs(true).needsOutputs(true));
   body();
   at::removeCallback(handle);
+}
+
+int calls_of(const std::string& op) {
+  return static_cast<int>(std::count_if(winograd_calls.begin(), winograd_calls.end(),
+                                        [&](const WinogradCall& call) { return call.op == op; }));
+}
+
+// What float64 LibTorch gives for the recorded call's own tensors: conv2d's output, or one of
+// its gradients by autograd (stride 1, padding 1).
+torch::Tensor float64_result(const WinogradCall& call) {
+  std::vector<torch::Tensor> in;
+  for (const auto& t : call.inputs) in.push_back(t.to(torch::kFloat64));
+  if (call.op == kWinogradConvOp) {  // (x, weight, bias or the empty stand-in)
+    return torch::conv2d(in[0], in[1], in[2].numel() > 0 ? in[2] : torch::Tensor(), 1, 1);
+  }
+  if (call.op == kWinogradInputGradOp) {  // (grad, weight)
+    const auto& [grad, weight] = std::tie(in[0], in[1]);
+    const auto x =
+        torch::zeros({grad.size(0), weight.size(1), grad.size(2), grad.size(3)}, grad.options())
+            .requires_grad_();
+    torch::conv2d(x, weight, {}, 1, 1).backward(grad);
+    return x.grad();
+  }
+  const auto& [grad, x] = std::tie(in[0], in[1]);  // the weight gradient's (grad, x)
+  const auto weight =
+      torch::zeros({grad.size(1), x.size(1), 3, 3}, grad.options()).requires_grad_();
+  torch::conv2d(x, weight, {}, 1, 1).backward(grad);
+  return weight.grad();
 }
 
 }  // namespace
@@ -102,14 +161,14 @@ TEST_CASE("the Winograd convolution reads any layout and leaves out what needs n
   for (const bool of_weight : {true, false}) {
     CAPTURE(of_weight);
     torch::Tensor grad;
-    counting_op_calls([&] {
+    recording_winograd_calls([&] {
       const auto y = winograd_conv(input, weight, torch::Tensor());
       grad = torch::autograd::grad({y.sum()}, {of_weight ? weight : input})[0];
     });
     CHECK(grad.sizes() == (of_weight ? weight : input).sizes());
-    CHECK(op_calls[kWinogradConvOp] == 1);
-    CHECK(op_calls[kWinogradWeightGradOp] == (of_weight ? 1 : 0));
-    CHECK(op_calls[kWinogradInputGradOp] == (of_weight ? 0 : 1));
+    CHECK(calls_of(kWinogradConvOp) == 1);
+    CHECK(calls_of(kWinogradWeightGradOp) == (of_weight ? 1 : 0));
+    CHECK(calls_of(kWinogradInputGradOp) == (of_weight ? 0 : 1));
   }
 }
 
@@ -191,8 +250,15 @@ TEST_CASE("winograd_conv refuses what it does not compute", "[model]") {
 }
 
 TEST_CASE(
-    "ResNet-18 runs its 13 stride-1 3x3 convolutions in the Winograd kernels and matches float64",
+    "ResNet-18 runs its 13 stride-1 3x3 convolutions in the Winograd kernels and each call gives "
+    "float64's result for its own tensors",
     "[model]") {
+  // Call by call: the whole network's gradients cannot be held to a float64 copy's. Where a
+  // ReLU's input lies within fp32's rounding of 0, fp32 now and then puts it on the other side,
+  // and each gradient behind it moves by that element's share: in a batch of 3, by 1e-2 to 0.24
+  // of some parameters' largest gradient, with LibTorch's own convolutions as with these, and
+  // differently with each compiler and CPU. The loss, continuous where a ReLU turns, is held to
+  // float64's for the whole network.
   torch::manual_seed(6);
   ResNet18 net(/*init_std=*/0.05);
   auto reference = std::dynamic_pointer_cast<ResNet18Impl>(net->clone());
@@ -200,30 +266,30 @@ TEST_CASE(
   const auto x = torch::randn({3, 1, 28, 28});
   const auto labels = torch::tensor({1, 4, 7});
   torch::Tensor loss;
-  counting_op_calls([&] {
+  recording_winograd_calls([&] {
     loss = torch::cross_entropy_loss(net->forward(x), labels);
     loss.backward();
   });
   // The stages' convolutions but the 3 strided ones (and the stem and the 3 1x1 shortcuts).
-  CHECK(op_calls[kWinogradConvOp] == 13);
-  CHECK(op_calls[kWinogradWeightGradOp] == 13);
-  CHECK(op_calls[kWinogradInputGradOp] == 13);
+  CHECK(calls_of(kWinogradConvOp) == 13);
+  CHECK(calls_of(kWinogradWeightGradOp) == 13);
+  CHECK(calls_of(kWinogradInputGradOp) == 13);
   const auto expected =
       torch::cross_entropy_loss(reference->forward(x.to(torch::kFloat64)), labels);
-  expected.backward();
   CHECK(loss.item<double>() == Approx(expected.item<double>()).epsilon(1e-5));
-  const auto ours = net->named_parameters();
-  const auto theirs = reference->named_parameters();
-  for (const auto& p : ours) {
-    CAPTURE(p.key());
-    const torch::Tensor expected_grad = theirs[p.key()].grad();
-    if (expected_grad.abs().max().item<double>() < 1e-12) {
-      // The bias of a convolution before a BatchNorm has no effect: its gradient is 0, in fp32
-      // what is left of rounding.
-      CHECK(p.value().grad().abs().max().item<double>() < 1e-5);
-      continue;
-    }
-    // BatchNorm divides by the batch's deviation, which amplifies fp32's rounding.
-    CHECK(relative_error(p.value().grad(), expected_grad) < 1e-3);
+  for (const auto& call : winograd_calls) {
+    CAPTURE(call.op, call.inputs[0].sizes());
+    // As the single convolutions' test above, over up to 4,608 products (512 channels).
+    CHECK(relative_error(call.output, float64_result(call)) < 5e-6);
   }
+  // Each weight gradient is what autograd hands its convolution's weight.
+  int weights_matched = 0;
+  for (const auto& p : net->parameters()) {
+    weights_matched +=
+        std::any_of(winograd_calls.begin(), winograd_calls.end(), [&](const auto& c) {
+          return c.op == kWinogradWeightGradOp && c.output.sizes() == p.grad().sizes() &&
+                 torch::equal(c.output, p.grad());
+        });
+  }
+  CHECK(weights_matched == 13);
 }
