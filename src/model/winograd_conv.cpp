@@ -39,9 +39,10 @@ class WinogradConv : public torch::autograd::Function<WinogradConv> {
   // `bias` is empty for a convolution without one.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias) {
-    // RECORD_FUNCTION declares the `guard` used below (1.13 to 2.x alike). Each of the three ops
-    // hands a profiler that asks for them its tensors (here aten::convolution's) and its output:
-    // `dptrain info` counts FLOPs by them, and the tests hold each call to float64's result.
+    // RECORD_FUNCTION declares the `guard` used below (1.13 to 2.x alike). The three ops record
+    // their tensors (here x, weight, bias in aten::convolution's order, no bias the empty
+    // stand-in) and their outputs: `dptrain info` counts FLOPs by them, and the tests hold each
+    // call to float64's result.
     RECORD_FUNCTION(kWinogradConvOp, std::vector<c10::IValue>({x, weight, bias}));
     const torch::Tensor input = x.contiguous(kActivationLayout);
     const torch::Tensor kernels = weight.contiguous();

@@ -46,7 +46,8 @@ bool is_winograd_op(const std::string& name) {
   return name == kWinogradConvOp || name == kWinogradInputGradOp || name == kWinogradWeightGradOp;
 }
 
-// The inputs are read on entering: the op's list of them lives only until its first statement.
+// The inputs are read on entering: the op's list of them lives only as long as its
+// RECORD_FUNCTION statement.
 struct CallInProgress : at::ObserverContext {
   WinogradCall call;
 };
@@ -61,6 +62,8 @@ std::unique_ptr<at::ObserverContext> enter_call(const at::RecordFunction& fn) {
   return entered;
 }
 
+// LibTorch logs and drops what a callback throws: a call that fails here goes missing, which the
+// tests' counts of calls catch.
 void leave_call(const at::RecordFunction& fn, at::ObserverContext* context) {
   if (context == nullptr) return;
   WinogradCall& call = static_cast<CallInProgress*>(context)->call;
@@ -68,18 +71,41 @@ void leave_call(const at::RecordFunction& fn, at::ObserverContext* context) {
   winograd_calls.push_back(std::move(call));
 }
 
+// Records the calls on this thread while it lives, a test's failure included.
+class RecordingWinogradCalls {
+ public:
+  RecordingWinogradCalls()
+      : handle_(at::addThreadLocalCallback(at::RecordFunctionCallback(enter_call, leave_call)
+                                               .needsInputs(true)
+                                               .needsOutputs(true))) {
+    winograd_calls.clear();
+  }
+  ~RecordingWinogradCalls() { at::removeCallback(handle_); }
+  RecordingWinogradCalls(const RecordingWinogradCalls&) = delete;
+  RecordingWinogradCalls& operator=(const RecordingWinogradCalls&) = delete;
+
+ private:
+  at::CallbackHandle handle_;
+};
+
 template <typename Body>
 void recording_winograd_calls(Body body) {
-  winograd_calls.clear();
-  const auto handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback(enter_call, leave_call).needsInputs(true).needsOutputs(true));
+  const RecordingWinogradCalls recording;
   body();
-  at::removeCallback(handle);
+}
+
+// The recorded calls of `op` for which `matches` holds.
+std::vector<const WinogradCall*> calls_where(
+    const std::string& op, const std::function<bool(const WinogradCall&)>& matches) {
+  std::vector<const WinogradCall*> found;
+  for (const auto& call : winograd_calls) {
+    if (call.op == op && matches(call)) found.push_back(&call);
+  }
+  return found;
 }
 
 int calls_of(const std::string& op) {
-  return static_cast<int>(std::count_if(winograd_calls.begin(), winograd_calls.end(),
-                                        [&](const WinogradCall& call) { return call.op == op; }));
+  return static_cast<int>(calls_where(op, [](const WinogradCall&) { return true; }).size());
 }
 
 // What float64 LibTorch gives for the recorded call's own tensors: conv2d's output, or one of
@@ -90,15 +116,16 @@ torch::Tensor float64_result(const WinogradCall& call) {
   if (call.op == kWinogradConvOp) {  // (x, weight, bias or the empty stand-in)
     return torch::conv2d(in[0], in[1], in[2].numel() > 0 ? in[2] : torch::Tensor(), 1, 1);
   }
+  const torch::Tensor& grad = in[0];
   if (call.op == kWinogradInputGradOp) {  // (grad, weight)
-    const auto& [grad, weight] = std::tie(in[0], in[1]);
+    const torch::Tensor& weight = in[1];
     const auto x =
         torch::zeros({grad.size(0), weight.size(1), grad.size(2), grad.size(3)}, grad.options())
             .requires_grad_();
     torch::conv2d(x, weight, {}, 1, 1).backward(grad);
     return x.grad();
   }
-  const auto& [grad, x] = std::tie(in[0], in[1]);  // the weight gradient's (grad, x)
+  const torch::Tensor& x = in[1];  // the weight gradient's (grad, x)
   const auto weight =
       torch::zeros({grad.size(1), x.size(1), 3, 3}, grad.options()).requires_grad_();
   torch::conv2d(x, weight, {}, 1, 1).backward(grad);
@@ -254,11 +281,11 @@ TEST_CASE(
     "float64's result for its own tensors",
     "[model]") {
   // Call by call: the whole network's gradients cannot be held to a float64 copy's. Where a
-  // ReLU's input lies within fp32's rounding of 0, fp32 now and then puts it on the other side,
-  // and each gradient behind it moves by that element's share: in a batch of 3, by 1e-2 to 0.24
+  // ReLU's input lies within fp32's rounding of 0, fp32 now and then puts it on the other side of
+  // 0, and each gradient behind it moves by that element's share: in a batch of 3, by 1e-2 to 0.24
   // of some parameters' largest gradient, with LibTorch's own convolutions as with these, and
-  // differently with each compiler and CPU. The loss, continuous where a ReLU turns, is held to
-  // float64's for the whole network.
+  // differently with each compiler. The loss and fc's gradients, continuous where a ReLU turns,
+  // are held to float64's for the whole network; the calls' tensors, to each other.
   torch::manual_seed(6);
   ResNet18 net(/*init_std=*/0.05);
   auto reference = std::dynamic_pointer_cast<ResNet18Impl>(net->clone());
@@ -276,20 +303,41 @@ TEST_CASE(
   CHECK(calls_of(kWinogradInputGradOp) == 13);
   const auto expected =
       torch::cross_entropy_loss(reference->forward(x.to(torch::kFloat64)), labels);
+  expected.backward();
   CHECK(loss.item<double>() == Approx(expected.item<double>()).epsilon(1e-5));
+  const auto ours = net->named_parameters();
+  const auto theirs = reference->named_parameters();
+  for (const std::string name : {"fc.1.weight", "fc.1.bias"}) {
+    CAPTURE(name);
+    CHECK(relative_error(ours[name].grad(), theirs[name].grad()) < 1e-5);
+  }
   for (const auto& call : winograd_calls) {
     CAPTURE(call.op, call.inputs[0].sizes());
     // As the single convolutions' test above, over up to 4,608 products (512 channels).
     CHECK(relative_error(call.output, float64_result(call)) < 5e-6);
   }
-  // Each weight gradient is what autograd hands its convolution's weight.
-  int weights_matched = 0;
-  for (const auto& p : net->parameters()) {
-    weights_matched +=
-        std::any_of(winograd_calls.begin(), winograd_calls.end(), [&](const auto& c) {
-          return c.op == kWinogradWeightGradOp && c.output.sizes() == p.grad().sizes() &&
-                 torch::equal(c.output, p.grad());
-        });
+  // Each forward call's backward pass: its weight gradient from the same input, its input
+  // gradient from the same weight, both from the same output gradient, and the weight gradient is
+  // what autograd hands that weight. (Tensors of the same values are the same tensor here: the
+  // inputs are random.)
+  for (const auto& forward :
+       calls_where(kWinogradConvOp, [](const WinogradCall&) { return true; })) {
+    const torch::Tensor& input = forward->inputs[0];
+    const torch::Tensor& weight = forward->inputs[1];
+    CAPTURE(input.sizes());
+    const auto weight_grads = calls_where(kWinogradWeightGradOp, [&](const WinogradCall& call) {
+      return torch::equal(call.inputs[1], input);
+    });
+    REQUIRE(weight_grads.size() == 1);
+    const torch::Tensor& grad = weight_grads[0]->inputs[0];
+    CHECK(calls_where(kWinogradInputGradOp, [&](const WinogradCall& call) {
+            return torch::equal(call.inputs[0], grad) && torch::equal(call.inputs[1], weight);
+          }).size() == 1);
+    std::vector<torch::Tensor> parameters;
+    for (const auto& p : net->parameters()) {
+      if (p.sizes() == weight.sizes() && torch::equal(p, weight)) parameters.push_back(p);
+    }
+    REQUIRE(parameters.size() == 1);
+    CHECK(torch::equal(parameters[0].grad(), weight_grads[0]->output));
   }
-  CHECK(weights_matched == 13);
 }
