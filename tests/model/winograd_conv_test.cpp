@@ -4,10 +4,9 @@
 #include "support/catch.h"
 #include "support/skip.h"
 
-#include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <ATen/Parallel.h>
