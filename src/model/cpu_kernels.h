@@ -10,6 +10,8 @@
 
 #include <torch/torch.h>
 
+#include <ATen/record_function.h>
+
 namespace dptrain::model {
 
 // True when `t` lives on a CPU and this LibTorch has oneDNN.
@@ -27,6 +29,10 @@ torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const t
 // model/conv_weight_grad.h).
 torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias);
+
+// Hands the output of the op that `guard` (RECORD_FUNCTION's) records to a profiler that asked
+// for outputs: `dptrain info` counts an op's FLOPs by its output's size (model/summary.cpp).
+void record_output(at::RecordFunction& guard, const torch::Tensor& output);
 
 // How many of LibTorch's intra-op threads (up to 64) the at::parallel_for in dptrain's own kernels
 // reaches: all of them in a build with GNU OpenMP, 1 without (the CMakeLists says why).

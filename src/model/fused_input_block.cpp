@@ -373,7 +373,7 @@ torch::Tensor fused_input_block(const torch::Tensor& x, const torch::Tensor& wei
     torch::NoGradGuard no_grad;
     out = run_forward(x, weight.detach(), bias.detach(), /*keep_mask=*/false).first;
   }
-  if (guard.isActive() && guard.needsOutputs()) guard.setOutputs(std::vector<c10::IValue>{out});
+  record_output(guard, out);
   return out;
 }
 
