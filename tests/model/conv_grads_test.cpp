@@ -1,5 +1,6 @@
 #include "support/catch.h"
 #include "support/skip.h"
+#include "support/threads.h"
 
 #include <array>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "model/cpu_kernels.h"
 
 using namespace dptrain::model;
+using dptrain::testing::at_one_and_two_threads;
 
 namespace {
 
@@ -100,13 +102,8 @@ TEST_CASE("the convolution input gradient has the same bits at any thread count 
   const ConvGradShape s{8, 20, 50, 5, 5, 9, 9};
   const auto weight = torch::randn({50, 20, 5, 5});
   const auto grad = torch::randn({8, 50, 9, 9});
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  const auto one = conv_input_grad(grad, weight, s.input_size());
-  at::set_num_threads(2);
-  const auto two = conv_input_grad(grad, weight, s.input_size());
-  const int used = own_kernel_threads();
-  at::set_num_threads(threads);
+  const auto [one, two, used] =
+      at_one_and_two_threads([&] { return conv_input_grad(grad, weight, s.input_size()); });
   CHECK(torch::equal(one, two));
   // As dp's replicas split a batch: each image's gradient is its own.
   ConvGradShape part = s;
@@ -194,13 +191,8 @@ TEST_CASE("the convolution weight gradient has the same bits at any thread count
     const auto weight = torch::randn({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w});
     const auto grad = torch::randn({s.images, s.out_channels, s.out_h, s.out_w});
     const auto input = torch::randn(s.input_size());
-    const int threads = at::get_num_threads();
-    at::set_num_threads(1);
-    const auto one = conv_weight_grad(grad, input, weight);
-    at::set_num_threads(2);
-    const auto two = conv_weight_grad(grad, input, weight);
-    const int used = own_kernel_threads();
-    at::set_num_threads(threads);
+    const auto [one, two, used] =
+        at_one_and_two_threads([&] { return conv_weight_grad(grad, input, weight); });
     CHECK(torch::equal(one.first, two.first));
     CHECK(torch::equal(one.second, two.second));
     if (used < 2)

@@ -1,5 +1,6 @@
 #include "support/catch.h"
 #include "support/skip.h"
+#include "support/threads.h"
 
 #include "build_features.h"
 #include "core/torch_compat.h"
@@ -7,6 +8,7 @@
 #include "model/fused_input_block.h"
 
 using namespace dptrain::model;
+using dptrain::testing::at_one_and_two_threads;
 
 namespace {
 
@@ -101,15 +103,11 @@ TEST_CASE("the fused input block's gradients are the same bits at any thread cou
     const auto w = torch::randn({channels, 1, 3, 3}) * 0.3;
     const auto b = torch::randn({channels}) * 0.1;
     const auto probe = torch::randn({37, channels, 13, 13});
-    const int threads = at::get_num_threads();
-    at::set_num_threads(1);
-    const auto one = input_block_grads(fused_input_block, x, w, b, probe);
-    at::set_num_threads(2);
-    const auto two = input_block_grads(fused_input_block, x, w, b, probe);
-    at::set_num_threads(threads);
-    CHECK(torch::equal(one.out, two.out));
-    CHECK(torch::equal(one.weight_grad, two.weight_grad));
-    CHECK(torch::equal(one.bias_grad, two.bias_grad));
+    const auto runs = at_one_and_two_threads(
+        [&] { return input_block_grads(fused_input_block, x, w, b, probe); });
+    CHECK(torch::equal(runs.one.out, runs.two.out));
+    CHECK(torch::equal(runs.one.weight_grad, runs.two.weight_grad));
+    CHECK(torch::equal(runs.one.bias_grad, runs.two.bias_grad));
   }
 }
 

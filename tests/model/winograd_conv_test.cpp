@@ -3,6 +3,7 @@
 // refuses; where a non-finite input reaches; and ResNet-18 running it, call by call.
 #include "support/catch.h"
 #include "support/skip.h"
+#include "support/threads.h"
 
 #include <functional>
 #include <limits>
@@ -18,6 +19,7 @@
 #include "model/winograd_conv.h"
 
 using namespace dptrain::model;
+using dptrain::testing::at_one_and_two_threads;
 
 namespace {
 
@@ -103,8 +105,8 @@ std::vector<const WinogradCall*> calls_where(
   return found;
 }
 
-int calls_of(const std::string& op) {
-  return static_cast<int>(calls_where(op, [](const WinogradCall&) { return true; }).size());
+std::vector<const WinogradCall*> calls_of(const std::string& op) {
+  return calls_where(op, [](const WinogradCall&) { return true; });
 }
 
 // What float64 LibTorch gives for the recorded call's own tensors: conv2d's output, or one of
@@ -192,9 +194,9 @@ TEST_CASE("the Winograd convolution reads any layout and leaves out what needs n
       grad = torch::autograd::grad({y.sum()}, {of_weight ? weight : input})[0];
     });
     CHECK(grad.sizes() == (of_weight ? weight : input).sizes());
-    CHECK(calls_of(kWinogradConvOp) == 1);
-    CHECK(calls_of(kWinogradWeightGradOp) == (of_weight ? 1 : 0));
-    CHECK(calls_of(kWinogradInputGradOp) == (of_weight ? 0 : 1));
+    CHECK(calls_of(kWinogradConvOp).size() == 1);
+    CHECK(calls_of(kWinogradWeightGradOp).size() == (of_weight ? 1 : 0));
+    CHECK(calls_of(kWinogradInputGradOp).size() == (of_weight ? 0 : 1));
   }
 }
 
@@ -213,13 +215,7 @@ TEST_CASE("the Winograd convolution has the same bits at any thread count and ba
     (y * grad).sum().backward();
     return std::vector<torch::Tensor>{y, input.grad(), weight.grad(), bias.grad()};
   };
-  const int threads = at::get_num_threads();
-  at::set_num_threads(1);
-  const auto one = run(x, probe);
-  at::set_num_threads(2);
-  const auto two = run(x, probe);
-  const int used = own_kernel_threads();
-  at::set_num_threads(threads);
+  const auto [one, two, used] = at_one_and_two_threads([&] { return run(x, probe); });
   for (size_t i = 0; i < one.size(); ++i) {
     CAPTURE(i);
     CHECK(torch::equal(one[i], two[i]));
@@ -297,9 +293,9 @@ TEST_CASE(
     loss.backward();
   });
   // The stages' convolutions but the 3 strided ones (and the stem and the 3 1x1 shortcuts).
-  CHECK(calls_of(kWinogradConvOp) == 13);
-  CHECK(calls_of(kWinogradWeightGradOp) == 13);
-  CHECK(calls_of(kWinogradInputGradOp) == 13);
+  CHECK(calls_of(kWinogradConvOp).size() == 13);
+  CHECK(calls_of(kWinogradWeightGradOp).size() == 13);
+  CHECK(calls_of(kWinogradInputGradOp).size() == 13);
   const auto expected =
       torch::cross_entropy_loss(reference->forward(x.to(torch::kFloat64)), labels);
   expected.backward();
@@ -319,8 +315,7 @@ TEST_CASE(
   // gradient from the same weight, both from the same output gradient, and the weight gradient is
   // what autograd hands that weight. (Tensors of the same values are the same tensor here: the
   // inputs are random.)
-  for (const auto& forward :
-       calls_where(kWinogradConvOp, [](const WinogradCall&) { return true; })) {
+  for (const auto& forward : calls_of(kWinogradConvOp)) {
     const torch::Tensor& input = forward->inputs[0];
     const torch::Tensor& weight = forward->inputs[1];
     CAPTURE(input.sizes());
