@@ -255,8 +255,10 @@ TEST_CASE(
   REQUIRE(evaluated.status == 0);
   const auto ours = nlohmann::json::parse(core::read_text_file(report));
   CHECK(ours.at("samples") == 200);
-  CHECK(ours.at("correct").get<int64_t>() >
-        60);  // past chance (20): the comparison means something
+  // Twice chance (20 of 200): a net that tells the classes apart, so that comparing predictions
+  // means something. Not more: 45 steps are rounded differently by each build, and the Winograd
+  // kernels' run got 67 right in the GCC build, 53 in the Clang one.
+  CHECK(ours.at("correct").get<int64_t>() > 40);
   CHECK(summary_of(run).at("test_correct") == ours.at("correct"));
   // Debian's PyTorch 1.13, and PyPI's 2.x where the project's venv has it.
   for (size_t i = 0; i < pythons.size(); ++i) {
