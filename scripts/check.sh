@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite under a sanitizer, in a build folder of its own.
+# The whole test suite under a sanitizer, or down one instruction-set path, in a build folder of
+# its own.
 #
 #   scripts/check.sh asan|tsan [--build-only] [-- CTEST_ARGS...]
+#   scripts/check.sh isa x86-64-v4|x86-64-v3|baseline|all [--build-only] [-- CTEST_ARGS...]
 #
 # CTEST_ARGS pick tests as ctest does: CI's ASan pass gives `-LE 'slow|cli_trusted'`, every test
 # but the long training runs and the examples (tagged [slow]) and the quick CLI tests that feed
@@ -13,6 +15,8 @@
 #         so that one build serves both.
 #   tsan  ThreadSanitizer (build-tsan/): data races between dptrain's threads (loader workers,
 #         dp replicas, the ddp reducer's hooks).
+#   isa   no sanitizer: the suite with dptrain's kernels, oneDNN and ATen held to one
+#         instruction-set level, or to each this CPU has (build-isa/; scripts/check_isa.sh).
 #
 # What is suppressed, and why, is in scripts/sanitizers/ (README.md there). Set-up as
 # scripts/test.sh does it; the build is incremental.
@@ -20,6 +24,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 shift || true
+[[ $mode == isa ]] && exec "$root/scripts/check_isa.sh" "$@"
 build_only=false
 if [[ ${1:-} == --build-only ]]; then build_only=true; shift; fi
 [[ ${1:-} == -- ]] && shift
@@ -33,7 +38,7 @@ case "$mode" in
     # Line tables are all the reports need (file and line in each frame): full debug info would
     # cost a fifth more compile time here.
     # -march=native: this build runs where it is built. Debian's clang 14 cannot dispatch the
-    # kernels' vector clones (model/vector_clones.h), so without it dptrain's own CPU kernels are
+    # kernels' vector clones (kernels/vector_clones.h), so without it dptrain's own CPU kernels are
     # the x86-64 baseline's SSE code, not the AVX2 or AVX-512 code a user's build runs: ASan would
     # check other code than users run, and LeNet trained 19x slower than without sanitizers, most
     # of the CLI tests' time here.
@@ -49,7 +54,7 @@ case "$mode" in
     # report every parallel loop of dptrain's own kernels: those run on one thread here.
     cmake_args=("-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" -DDPTRAIN_OPENMP=OFF)
     ;;
-  *) echo "usage: $0 asan|tsan [--build-only] [-- CTEST_ARGS...]" >&2; exit 2 ;;
+  *) echo "usage: $0 asan|tsan|isa [LEVEL] [--build-only] [-- CTEST_ARGS...]" >&2; exit 2 ;;
 esac
 
 supp=$root/scripts/sanitizers

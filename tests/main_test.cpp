@@ -16,6 +16,7 @@
 
 #include <iostream>
 
+#include "kernels/kernel_isa.h"
 #include "support/skip.h"
 
 namespace {
@@ -61,6 +62,13 @@ int report_skips(int failures) {
 
 int main(int argc, char* argv[]) {
   spdlog::set_level(spdlog::level::warn);
+  // A -DDPTRAIN_KERNEL_ISA build above this CPU's level would die of SIGILL in the kernel tests.
+  const auto isa = dptrain::kernels::kernel_isa();
+  if (!isa.runs_here) {
+    std::cerr << "this build keeps dptrain's CPU kernels at " << isa.level
+              << " alone, which this CPU lacks: rebuild with another DPTRAIN_KERNEL_ISA\n";
+    return 1;
+  }
   const int status = report_skips(Catch::Session().run(argc, argv));
   return g_assertion_failed ? 1 : status;
 }

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/torch_info.h"
 #include "data/locate.h"
+#include "kernels/kernel_isa.h"
 
 namespace {
 
@@ -30,15 +31,19 @@ std::optional<std::string> data_dir(const std::string& dataset) {
 
 void print_info(bool json) {
   const core::TorchInfo info = core::torch_info();
+  const kernels::KernelIsa isa = kernels::kernel_isa();
   const std::optional<std::string> data = data_dir("fashion-mnist");
   if (json) {
     nlohmann::json j = core::to_json(info);
+    j["kernel_isa"] = {{"level", isa.level}, {"chosen", isa.chosen}, {"runs_here", isa.runs_here}};
     j["data"] = {{"fashion-mnist", data ? nlohmann::json(*data) : nlohmann::json()}};
     // A data path need not be UTF-8: such bytes become U+FFFD.
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     return;
   }
-  std::cout << core::format_torch_info(info)
+  std::cout << core::format_torch_info(info) << "cpu kernels: dptrain's " << isa.level << " ("
+            << isa.chosen << (isa.runs_here ? "" : "; this CPU lacks it") << "), ATen's "
+            << info.aten_cpu_capability << "\n"
             << "data fashion-mnist: " << data.value_or("not found (see data/README.md)") << "\n";
 }
 
@@ -48,6 +53,7 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
   if (command.action != cli::Action::kTrain && command.action != cli::Action::kSweep) {
     core::release_launcher_signals();
   }
+  if (command.action != cli::Action::kInfo || command.summary_model) kernels::require_kernel_isa();
   switch (command.action) {
     case cli::Action::kInfo:
       if (command.summary_model) return app::print_model_summary(*command.summary_model);

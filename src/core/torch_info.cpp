@@ -1,7 +1,9 @@
 #include "core/torch_info.h"
 
+#include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 
+#include <cctype>
 #include <sstream>
 #include <thread>
 
@@ -52,6 +54,19 @@ std::string built_with(const std::string& what, const std::string& version) {
 
 }  // namespace
 
+// As at::show_config() states it ("CPU capability usage: AVX2"): the dispatcher's own query is
+// not exported from libtorch_cpu (1.13), while the text is there in 1.13 and 2.x alike.
+std::string aten_cpu_capability() {
+  const std::string config = at::show_config();
+  const std::string key = "CPU capability usage: ";
+  const size_t at = config.find(key);
+  if (at == std::string::npos) return "unknown";
+  const size_t from = at + key.size();
+  std::string value = config.substr(from, config.find('\n', from) - from);
+  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return value == "no avx" ? "default" : value;  // ATEN_CPU_CAPABILITY's name for it
+}
+
 TorchInfo torch_info() {
   TorchInfo info;
   info.libtorch_version = compat::libtorch_version();
@@ -74,6 +89,7 @@ TorchInfo torch_info() {
     info.devices.push_back("cuda:" + std::to_string(i));
   info.cores = static_cast<int>(std::thread::hardware_concurrency());
   info.default_threads = torch::get_num_threads();
+  info.aten_cpu_capability = aten_cpu_capability();
   return info;
 }
 
@@ -117,7 +133,8 @@ nlohmann::json to_json(const TorchInfo& info) {
        {{"available", info.nccl_available}, {"built_with", version(info.nccl_build_version)}}},
       {"devices", info.devices},
       {"cores", info.cores},
-      {"default_threads", info.default_threads}};
+      {"default_threads", info.default_threads},
+      {"aten_cpu_capability", info.aten_cpu_capability}};
 }
 
 }  // namespace dptrain::core

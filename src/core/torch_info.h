@@ -23,9 +23,13 @@ struct TorchInfo {
   std::vector<std::string> devices;  // "cpu", then "cuda:0" ...
   int cores = 0;                     // what runtime.threads 0 uses
   int default_threads = 0;           // LibTorch's own default intra-op thread count
+  // Which build of ATen's own vectorised CPU kernels runs ("avx2"; ATEN_CPU_CAPABILITY caps it).
+  std::string aten_cpu_capability;
 };
 
 TorchInfo torch_info();
+// ATen's CPU capability alone ("avx2", "avx512", "default"), as TorchInfo holds it.
+std::string aten_cpu_capability();
 std::string format_torch_info(const TorchInfo& info);
 // The same for scripts (`dptrain info --json`), with dptrain's version.
 nlohmann::json to_json(const TorchInfo& info);

@@ -1,8 +1,8 @@
 #include "model/lenet.h"
 
-#include "model/cpu_kernels.h"
-#include "model/fused_input_block.h"
-#include "model/relu_pool.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_input_block.h"
+#include "kernels/relu_pool.h"
 
 namespace dptrain::model {
 
@@ -29,16 +29,18 @@ void LeNetImpl::reset() {
 }
 
 torch::Tensor LeNetImpl::forward(torch::Tensor x) {
-  if (fused_input_block_applies(x, conv1_->weight, conv1_->bias)) {
-    x = fused_input_block(x, conv1_->weight, conv1_->bias);
+  if (kernels::fused_input_block_applies(x, conv1_->weight, conv1_->bias)) {
+    x = kernels::fused_input_block(x, conv1_->weight, conv1_->bias);
   } else {
-    x = torch::avg_pool2d(torch::relu(conv2d(x, conv1_->weight, conv1_->bias)), /*kernel_size=*/2);
+    x = torch::avg_pool2d(torch::relu(kernels::conv2d(x, conv1_->weight, conv1_->bias)),
+                          /*kernel_size=*/2);
   }
-  x = conv2d(x, conv2_->weight, conv2_->bias);
-  x = relu_avg_pool2_applies(x) ? relu_avg_pool2(x) : torch::avg_pool2d(torch::relu(x), 2);
+  x = kernels::conv2d(x, conv2_->weight, conv2_->bias);
+  x = kernels::relu_avg_pool2_applies(x) ? kernels::relu_avg_pool2(x)
+                                         : torch::avg_pool2d(torch::relu(x), 2);
   x = x.flatten(/*start_dim=*/1);  // (channel, row, column) order, whatever the memory layout
-  x = torch::relu(dense(x, fc1_->weight, fc1_->bias));
-  return dense(x, fc2_->weight, fc2_->bias);
+  x = torch::relu(kernels::dense(x, fc1_->weight, fc1_->bias));
+  return kernels::dense(x, fc2_->weight, fc2_->bias);
 }
 
 }  // namespace dptrain::model

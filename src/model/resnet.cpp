@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "model/winograd_conv.h"
+#include "kernels/winograd_conv.h"
 
 namespace dptrain::model {
 namespace {
@@ -18,8 +18,8 @@ nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
 // strided and the 1x1 ones stay LibTorch's. The caller says which conv() made the module: its
 // options' padding is a variant whose accessors differ between LibTorch 1.13 and 2.x.
 torch::Tensor conv3x3_stride_1(nn::Conv2d& conv, const torch::Tensor& x) {
-  if (winograd_conv_applies(x, conv->weight, conv->bias)) {
-    return winograd_conv(x, conv->weight, conv->bias);
+  if (kernels::winograd_conv_applies(x, conv->weight, conv->bias)) {
+    return kernels::winograd_conv(x, conv->weight, conv->bias);
   }
   return conv->forward(x);
 }

@@ -5,8 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
-#include "model/fused_input_block.h"
-#include "model/winograd_conv.h"
+#include "kernels/fused_input_block.h"
+#include "kernels/winograd_conv.h"
 
 namespace dptrain::model {
 namespace {
@@ -47,18 +47,18 @@ struct OpInputs : at::ObserverContext {
 // aten::convolution (under conv2d and the backends' own kernels), ResNet-18's Winograd
 // convolutions (as many FLOPs as a direct convolution's, as every figure here counts them), LeNet's
 // fused input block, and aten::linear / aten::mm / aten::addmm / aten::mkldnn_linear
-// (model/cpu_kernels.h's dense) as dispatched at the top: a linear that becomes an addmm is
+// (kernels/cpu_kernels.h's dense) as dispatched at the top: a linear that becomes an addmm is
 // counted once.
 std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const auto inputs = fn.inputs();
-  if (name == "aten::convolution" || name == kWinogradConvOp) {  // counted as a direct one
+  if (name == "aten::convolution" || name == kernels::kWinogradConvOp) {  // counted as a direct one
     const torch::Tensor* weight = tensor_at(inputs, 1);
     if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
     return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
                                       2 * (weight->numel() / weight->size(0)));
   }
-  if (name == kFusedInputBlockOp) {  // conv + ReLU + pooling: 4 convolution outputs per output
+  if (name == kernels::kFusedInputBlockOp) {  // conv + ReLU + pooling: 4 convolution outputs per output
     const torch::Tensor* weight = tensor_at(inputs, 1);
     if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
     return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
@@ -90,7 +90,7 @@ thread_local int depth = 0;
 std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const bool counted =
-      counting != nullptr && (depth == 0 || name == "aten::convolution" || name == kWinogradConvOp);
+      counting != nullptr && (depth == 0 || name == "aten::convolution" || name == kernels::kWinogradConvOp);
   ++depth;
   if (!counted) return nullptr;
   return read_inputs(fn);

@@ -117,6 +117,7 @@ nlohmann::json to_json(const RunSummary& s) {
       {"threads", s.threads},
       {"precision", s.precision},
       {"libtorch_version", s.libtorch_version},
+      {"cpu_kernels", s.cpu_kernels},
       {"stopped_early", s.stopped_early},
       {"stop_reason", s.stop_reason},
       {"best_epoch", s.best_epoch > 0 ? nlohmann::json(s.best_epoch) : nlohmann::json()},

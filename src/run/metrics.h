@@ -80,6 +80,9 @@ struct RunSummary {
   int threads = 0;
   std::string precision;
   std::string libtorch_version;
+  // Which vector code rank 0's CPU ran: dptrain's kernels' level and ATen's ("x86-64-v4, ATen
+  // avx2"), since results differ in the last bits between them.
+  std::string cpu_kernels;
   // Early stopping (best_epoch 0: not enabled, or nothing finite seen).
   bool stopped_early = false;
   std::string stop_reason;

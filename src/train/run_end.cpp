@@ -2,7 +2,9 @@
 
 #include "core/interrupt.h"
 #include "core/torch_compat.h"
+#include "core/torch_info.h"
 #include "core/wall_clock.h"
+#include "kernels/kernel_isa.h"
 #include "train/epoch_state.h"
 
 namespace dptrain::train {
@@ -46,6 +48,7 @@ void describe_run(parallel::Backend& backend, const config::Config& config,
   summary.threads = torch::get_num_threads();
   summary.precision = config::name_of(config.precision);
   summary.libtorch_version = core::compat::libtorch_version();
+  summary.cpu_kernels = kernels::kernel_isa().level + ", ATen " + core::aten_cpu_capability();
   summary.hosts = backend.all_gather_text("summary-host", core::host_name());
   summary.command = origin.command;
   summary.started_at = core::utc_iso8601(started_at);

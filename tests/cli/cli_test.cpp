@@ -61,8 +61,9 @@ TEST_CASE("the version and help flags answer and exit 0", "[cli]") {
 TEST_CASE("info reports the LibTorch version, backends, devices and threads", "[cli]") {
   const auto info = run_dptrain("info");
   CHECK(info.status == 0);
-  for (const char* line : {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu",
-                           "threads: ", "data fashion-mnist: "}) {
+  for (const char* line :
+       {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu",
+        "threads: ", "cpu kernels: dptrain's ", "data fashion-mnist: "}) {
     CHECK_THAT(info.out, ContainsSubstring(line));
   }
 }

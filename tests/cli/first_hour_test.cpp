@@ -274,6 +274,9 @@ TEST_CASE("summary.json says how the run was made, and info --json serves script
   CHECK(j.at("devices")[0] == "cpu");
   CHECK(j.at("gloo").at("available").is_boolean());
   CHECK(j.at("data").contains("fashion-mnist"));
+  CHECK(j.at("kernel_isa").at("runs_here") == true);
+  CHECK(summary.at("cpu_kernels") == j.at("kernel_isa").at("level").get<std::string>() + ", ATen " +
+                                         j.at("aten_cpu_capability").get<std::string>());
 }
 
 TEST_CASE(

@@ -7,7 +7,7 @@
 #include <ATen/record_function.h>
 
 #include "core/error.h"
-#include "model/cpu_kernels.h"
+#include "kernels/cpu_kernels.h"
 #include "model/lenet.h"
 #include "model/registry.h"
 
@@ -119,7 +119,7 @@ TEST_CASE("dense() equals torch::linear, and so do its gradients", "[model]") {
         out[1] = torch::linear(x, w, b);
       } else {
         // oneDNN's inner product, not a 1x1 convolution nor the system BLAS.
-        CHECK(runs_op("aten::mkldnn_linear", [&] { out[0] = dense(x, w, b); }));
+        CHECK(runs_op("aten::mkldnn_linear", [&] { out[0] = dptrain::kernels::dense(x, w, b); }));
       }
       (out[reference] * probe).sum().backward();
       grads[reference] = {w.grad(), b.grad(), input_grad ? x.grad() : torch::zeros({7, 30})};

@@ -6,7 +6,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "model/cpu_kernels.h"
+#include "kernels/cpu_kernels.h"
 
 namespace dptrain::testing {
 
@@ -31,7 +31,7 @@ auto at_one_and_two_threads(Run run) {
   at::set_num_threads(2);
   auto two = run();
   return OneAndTwoThreads<decltype(one)>{std::move(one), std::move(two),
-                                         model::own_kernel_threads()};
+                                         kernels::own_kernel_threads()};
 }
 
 }  // namespace dptrain::testing

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // Output channels are computed 16 at a time: a convolution's input and output channels must both
 // be multiples of this (the input gradient swaps them).
@@ -52,4 +52,4 @@ void winograd_convolution(const float* x, const WinogradShape& shape, int64_t in
 void winograd_weight_grad(const float* x, const float* grad, const WinogradShape& shape,
                           int64_t inputs, int64_t outputs, float* weight_grad);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -1,8 +1,8 @@
-#include "model/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 
-#include "model/lanes.h"
+#include "kernels/lanes.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 int64_t ConvGeometry::vectors() const {
   return padded / kLanes;
@@ -61,4 +61,4 @@ torch::Tensor unpack_conv_weights(const float* packed, const ConvGeometry& g) {
   return weight;
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -1,4 +1,4 @@
-#include "model/conv_input_grad.h"
+#include "kernels/conv_input_grad.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,12 +7,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
-#include "model/conv_geometry.h"
-#include "model/cpu_kernels.h"
-#include "model/lanes.h"
-#include "model/vector_clones.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/lanes.h"
+#include "kernels/vector_clones.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 namespace {
 
@@ -162,4 +162,4 @@ torch::Tensor conv_input_grad(const torch::Tensor& grad_output, const torch::Ten
   return input_grad;
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -12,7 +12,7 @@
 
 #include <ATen/record_function.h>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // True when `t` lives on a CPU and this LibTorch has oneDNN.
 bool use_onednn_path(const torch::Tensor& t);
@@ -25,8 +25,8 @@ bool is_cpu_fp32(const torch::Tensor& t);
 torch::Tensor dense(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // torch::conv2d with stride 1 and no padding, channels-last on oneDNN CPUs; for fp32 tensors with a
-// bias (outside CPU autocast) its gradients are dptrain's kernels (model/conv_input_grad.h,
-// model/conv_weight_grad.h).
+// bias (outside CPU autocast) its gradients are dptrain's kernels (kernels/conv_input_grad.h,
+// kernels/conv_weight_grad.h).
 torch::Tensor conv2d(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias);
 
@@ -38,4 +38,4 @@ void record_output(at::RecordFunction& guard, const torch::Tensor& output);
 // reaches: all of them in a build with GNU OpenMP, 1 without (the CMakeLists says why).
 int own_kernel_threads();
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -1,4 +1,4 @@
-#include "model/cpu_kernels.h"
+#include "kernels/cpu_kernels.h"
 
 #include <algorithm>
 #include <array>
@@ -10,11 +10,11 @@
 #include <ATen/Parallel.h>
 
 #include "core/torch_compat.h"
-#include "model/conv_input_grad.h"
-#include "model/conv_weight_grad.h"
-#include "model/double_backward.h"
+#include "kernels/conv_input_grad.h"
+#include "kernels/conv_weight_grad.h"
+#include "kernels/double_backward.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 bool use_onednn_path(const torch::Tensor& t) {
   return t.device().is_cpu() && at::hasMKLDNN();
@@ -71,7 +71,7 @@ bool onednn_dense_applies(const torch::Tensor& x, const torch::Tensor& weight,
 }
 
 // A stride-1 unpadded convolution on channels-last tensors whose gradients are dptrain's own
-// kernels (model/conv_input_grad.h and model/conv_weight_grad.h say why); the forward pass is
+// kernels (kernels/conv_input_grad.h and kernels/conv_weight_grad.h say why); the forward pass is
 // oneDNN's, as torch::conv2d's, and so are the gradients of shapes the kernels do not take.
 class ConvOwnGrads : public torch::autograd::Function<ConvOwnGrads> {
  public:
@@ -162,4 +162,4 @@ int own_kernel_threads() {
   return __builtin_popcountll(seen.load());
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 inline void refuse_double_backward(const std::string& what) {
   if (!torch::GradMode::is_enabled()) return;
@@ -20,4 +20,4 @@ inline void refuse_double_backward(const std::string& what) {
                     "higher derivatives");
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

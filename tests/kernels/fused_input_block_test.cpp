@@ -4,10 +4,10 @@
 
 #include "build_features.h"
 #include "core/torch_compat.h"
-#include "model/cpu_kernels.h"
-#include "model/fused_input_block.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/fused_input_block.h"
 
-using namespace dptrain::model;
+using namespace dptrain::kernels;
 using dptrain::testing::at_one_and_two_threads;
 
 namespace {
@@ -38,7 +38,7 @@ torch::Tensor reference_block(const torch::Tensor& x, const torch::Tensor& w,
 }  // namespace
 
 TEST_CASE("the fused input block computes conv, ReLU and average pooling, and their gradients",
-          "[model]") {
+          "[kernels]") {
   // LeNet's shape, channel counts that are and are not a multiple of the kernel's lanes, more
   // channels than one group of the kernel's accumulators holds (40: 32 + 8), a 5x5 kernel, and
   // odd convolution outputs whose last row and column the pooling drops, and a wide image.
@@ -83,7 +83,7 @@ TEST_CASE("the fused input block computes conv, ReLU and average pooling, and th
   }
 }
 
-TEST_CASE("dptrain's own kernels split their work over every LibTorch thread", "[model]") {
+TEST_CASE("dptrain's own kernels split their work over every LibTorch thread", "[kernels]") {
   // Without OpenMP in dptrain's build, at::parallel_for runs the whole range on one thread.
   if (!DPTRAIN_WITH_GNU_OPENMP)
     DPTRAIN_SKIP("built without GNU OpenMP (clang): the kernels use one thread");
@@ -94,7 +94,7 @@ TEST_CASE("dptrain's own kernels split their work over every LibTorch thread", "
   CHECK(used == 2);
 }
 
-TEST_CASE("the fused input block's gradients are the same bits at any thread count", "[model]") {
+TEST_CASE("the fused input block's gradients are the same bits at any thread count", "[kernels]") {
   // LeNet's 20 channels (one group of 3 blocks) and 40 (a group of 4 and one of 1).
   for (const int64_t channels : {20, 40}) {
     CAPTURE(channels);
@@ -111,7 +111,7 @@ TEST_CASE("the fused input block's gradients are the same bits at any thread cou
   }
 }
 
-TEST_CASE("the fused input block leaves what it cannot compute to LibTorch", "[model]") {
+TEST_CASE("the fused input block leaves what it cannot compute to LibTorch", "[kernels]") {
   const auto x = torch::rand({2, 1, 28, 28});
   const auto w = torch::randn({20, 1, 3, 3});
   const auto b = torch::randn({20});

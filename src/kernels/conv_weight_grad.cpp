@@ -1,4 +1,4 @@
-#include "model/conv_weight_grad.h"
+#include "kernels/conv_weight_grad.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,19 +7,20 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
-#include "model/conv_geometry.h"
-#include "model/conv_input_grad.h"
-#include "model/cpu_kernels.h"
-#include "model/lanes.h"
-#include "model/vector_clones.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/conv_input_grad.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/lanes.h"
+#include "kernels/vector_clones.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 namespace {
 
 // A tile of 3 output channels x up to 4 vectors of the strip: 12 accumulators, 3 broadcasts of
 // the gradient and one input vector at a time fill AVX2's 16 registers, 7 loads for 12 FMAs (the
-// input gradient's kernel, model/conv_input_grad.cpp, with the roles of weight and input swapped).
+// input gradient's kernel, kernels/conv_input_grad.cpp, with the roles of weight and input
+// swapped).
 constexpr int64_t kTileChannels = 3;
 constexpr int64_t kMaxVectors = 4;
 // Images per block of partial sums: fixed, so that the order of the sums, and with it every bit
@@ -182,4 +183,4 @@ std::pair<torch::Tensor, torch::Tensor> conv_weight_grad(const torch::Tensor& gr
   return {unpack_conv_weights(total.data(), g), bias_grad};
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

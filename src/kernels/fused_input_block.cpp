@@ -1,4 +1,4 @@
-#include "model/fused_input_block.h"
+#include "kernels/fused_input_block.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,16 +8,16 @@
 #include <ATen/record_function.h>
 
 #include "core/torch_compat.h"
-#include "model/cpu_kernels.h"
-#include "model/double_backward.h"
-#include "model/lanes.h"
-#include "model/vector_clones.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/double_backward.h"
+#include "kernels/lanes.h"
+#include "kernels/vector_clones.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 namespace {
 
-// The inner loops work on kLanes channels at a time, as one vector (model/lanes.h). Channels are
+// The inner loops work on kLanes channels at a time, as one vector (kernels/lanes.h). Channels are
 // padded to a multiple of kLanes in every buffer of the kernel's own, so no loop has a scalar tail.
 // ReLU's mask keeps one bit per pre-activation: a byte per kLanes channels (lane i is bit i) at
 // each of a pooling window's 4 positions, the window's 4 bytes side by side.
@@ -377,4 +377,4 @@ torch::Tensor fused_input_block(const torch::Tensor& x, const torch::Tensor& wei
   return out;
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

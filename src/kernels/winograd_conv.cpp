@@ -1,15 +1,15 @@
-#include "model/winograd_conv.h"
+#include "kernels/winograd_conv.h"
 
 #include <vector>
 
 #include <ATen/record_function.h>
 
 #include "core/torch_compat.h"
-#include "model/cpu_kernels.h"
-#include "model/double_backward.h"
-#include "model/winograd_kernels.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/double_backward.h"
+#include "kernels/winograd_kernels.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 namespace {
 
@@ -102,4 +102,4 @@ torch::Tensor winograd_conv(const torch::Tensor& x, const torch::Tensor& weight,
   return WinogradConv::apply(x, weight, bias.defined() ? bias : torch::empty({0}, x.options()));
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

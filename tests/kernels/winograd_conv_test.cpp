@@ -1,6 +1,6 @@
-// dptrain's Winograd 3x3 convolution (model/winograd_conv.h): LibTorch's results in float64 within
-// fp32's rounding, forward and all three gradients; the same bits at any thread count; what it
-// refuses; where a non-finite input reaches; and ResNet-18 running it, call by call.
+// dptrain's Winograd 3x3 convolution (kernels/winograd_conv.h): LibTorch's results in float64
+// within fp32's rounding, forward and all three gradients; the same bits at any thread count; what
+// it refuses; where a non-finite input reaches; and ResNet-18 running it, call by call.
 #include "support/catch.h"
 #include "support/skip.h"
 #include "support/threads.h"
@@ -14,11 +14,11 @@
 #include <ATen/record_function.h>
 
 #include "core/torch_compat.h"
-#include "model/cpu_kernels.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/winograd_conv.h"
 #include "model/resnet.h"
-#include "model/winograd_conv.h"
 
-using namespace dptrain::model;
+using namespace dptrain::kernels;
 using dptrain::testing::at_one_and_two_threads;
 
 namespace {
@@ -136,7 +136,7 @@ torch::Tensor float64_result(const WinogradCall& call) {
 }  // namespace
 
 TEST_CASE("the Winograd convolution equals LibTorch's forward and in all three gradients",
-          "[model]") {
+          "[kernels]") {
   // ResNet-18's first stage at a small size; odd heights and widths (tiles over the edge); one
   // pixel; one row; more outputs than inputs and fewer; a batch of one; 4,730 tiles, which the
   // weight gradient takes in two chunks (4,096 tiles a chunk at 16 channels).
@@ -170,7 +170,7 @@ TEST_CASE("the Winograd convolution equals LibTorch's forward and in all three g
 }
 
 TEST_CASE("the Winograd convolution reads any layout and leaves out what needs no gradient",
-          "[model]") {
+          "[kernels]") {
   torch::manual_seed(3);
   const auto x = torch::randn({2, 32, 6, 5});
   const auto w = torch::randn({16, 32, 3, 3});
@@ -201,7 +201,7 @@ TEST_CASE("the Winograd convolution reads any layout and leaves out what needs n
 }
 
 TEST_CASE("the Winograd convolution has the same bits at any thread count and batch split",
-          "[model]") {
+          "[kernels]") {
   torch::manual_seed(4);
   const auto x = torch::randn({6, 32, 9, 9});
   const auto w = torch::randn({48, 32, 3, 3}) * 0.1;
@@ -229,7 +229,7 @@ TEST_CASE("the Winograd convolution has the same bits at any thread count and ba
 }
 
 TEST_CASE("a non-finite input reaches the outputs a direct convolution's would and no others",
-          "[model]") {
+          "[kernels]") {
   // At every position of a 7x7 image (the last row and column of tiles hang over the edge): the
   // transforms add and subtract a tile's inputs, and the products' sums are taken apart again, so
   // an infinity may come out NaN; but no output beyond the 3x3 neighbourhood may be reached.
@@ -247,7 +247,7 @@ TEST_CASE("a non-finite input reaches the outputs a direct convolution's would a
   }
 }
 
-TEST_CASE("winograd_conv refuses what it does not compute", "[model]") {
+TEST_CASE("winograd_conv refuses what it does not compute", "[kernels]") {
   const auto x = torch::randn({2, 16, 5, 5});
   const auto w = torch::randn({16, 16, 3, 3});
   CHECK(winograd_conv_applies(x, w, torch::randn({16})));
@@ -274,7 +274,7 @@ TEST_CASE("winograd_conv refuses what it does not compute", "[model]") {
 TEST_CASE(
     "ResNet-18 runs its 13 stride-1 3x3 convolutions in the Winograd kernels and each call gives "
     "float64's result for its own tensors",
-    "[model]") {
+    "[kernels]") {
   // Call by call: the whole network's gradients cannot be held to a float64 copy's. Where a
   // ReLU's input lies within fp32's rounding of 0, fp32 now and then puts it on the other side of
   // 0, and each gradient behind it moves by that element's share: in a batch of 3, by 1e-2 to 0.24
@@ -282,8 +282,8 @@ TEST_CASE(
   // differently with each compiler. The loss and fc's gradients, continuous where a ReLU turns,
   // are held to float64's for the whole network; the calls' tensors, to each other.
   torch::manual_seed(6);
-  ResNet18 net(/*init_std=*/0.05);
-  auto reference = std::dynamic_pointer_cast<ResNet18Impl>(net->clone());
+  dptrain::model::ResNet18 net(/*init_std=*/0.05);
+  auto reference = std::dynamic_pointer_cast<dptrain::model::ResNet18Impl>(net->clone());
   reference->to(torch::kFloat64);  // float64: LibTorch's convolutions throughout
   const auto x = torch::randn({3, 1, 28, 28});
   const auto labels = torch::tensor({1, 4, 7});

@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // The name the kernel runs under for profilers.
 constexpr const char* kConvInputGradOp = "dptrain::conv_input_grad";
@@ -27,4 +27,4 @@ bool conv_input_grad_applies(const torch::Tensor& grad_output, const torch::Tens
 torch::Tensor conv_input_grad(const torch::Tensor& grad_output, const torch::Tensor& weight,
                               torch::IntArrayRef input_size);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

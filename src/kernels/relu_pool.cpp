@@ -1,11 +1,11 @@
-#include "model/relu_pool.h"
+#include "kernels/relu_pool.h"
 
 #include <ATen/record_function.h>
 
-#include "model/double_backward.h"
-#include "model/vector_clones.h"
+#include "kernels/double_backward.h"
+#include "kernels/vector_clones.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 namespace {
 
@@ -121,4 +121,4 @@ torch::Tensor relu_avg_pool2(const torch::Tensor& x) {
   return run_forward(x.detach());
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

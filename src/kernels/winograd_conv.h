@@ -1,12 +1,12 @@
 // 3x3 convolutions of stride 1 and padding 1 (ResNet-18's, but for its stem and its strided
 // ones) through dptrain's Winograd kernels on CPUs, forward and both gradients
-// (model/winograd_kernels.h says how and why). Activations come out channels-last; parameters keep
-// the standard layout.
+// (kernels/winograd_kernels.h says how and why). Activations come out channels-last; parameters
+// keep the standard layout.
 #pragma once
 
 #include <torch/torch.h>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // The names the three passes run under for profilers.
 constexpr const char* kWinogradConvOp = "dptrain::winograd_conv";
@@ -23,4 +23,4 @@ bool winograd_conv_applies(const torch::Tensor& x, const torch::Tensor& weight,
 torch::Tensor winograd_conv(const torch::Tensor& x, const torch::Tensor& weight,
                             const torch::Tensor& bias);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -12,11 +12,11 @@
 #include <ATen/record_function.h>
 
 #include "build_features.h"
-#include "model/conv_input_grad.h"
-#include "model/conv_weight_grad.h"
-#include "model/cpu_kernels.h"
+#include "kernels/conv_input_grad.h"
+#include "kernels/conv_weight_grad.h"
+#include "kernels/cpu_kernels.h"
 
-using namespace dptrain::model;
+using namespace dptrain::kernels;
 using dptrain::testing::at_one_and_two_threads;
 
 namespace {
@@ -67,7 +67,7 @@ struct ConvGradShape {
 
 }  // namespace
 
-TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[model]") {
+TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[kernels]") {
   // LeNet's conv2 (a strip of 100 floats in 4 chunks, 81 pixels: 27 groups of 3); a strip of 9
   // floats with 20 pixels (the last 2 one at a time); 40 channels x 3 columns (15 vectors in 4
   // chunks); one of everything; a kernel wider than high; more output than input channels and
@@ -97,7 +97,7 @@ TEST_CASE("dptrain's convolution input gradient equals LibTorch's", "[model]") {
 }
 
 TEST_CASE("the convolution input gradient has the same bits at any thread count and batch split",
-          "[model]") {
+          "[kernels]") {
   torch::manual_seed(7);
   const ConvGradShape s{8, 20, 50, 5, 5, 9, 9};
   const auto weight = torch::randn({50, 20, 5, 5});
@@ -116,7 +116,7 @@ TEST_CASE("the convolution input gradient has the same bits at any thread count 
 }
 
 TEST_CASE("an infinite output gradient reaches the input where LibTorch's does, nowhere else",
-          "[model]") {
+          "[kernels]") {
   // The strip's padding lanes multiply the gradient by the weights' zero padding: inf x 0 is NaN,
   // which the kernel must not add to the next pixel's channels.
   torch::manual_seed(8);
@@ -131,7 +131,7 @@ TEST_CASE("an infinite output gradient reaches the input where LibTorch's does, 
   CHECK(torch::isfinite(expected).logical_not().sum().item<int64_t>() == 2 * 20 * 5 * 5);
 }
 
-TEST_CASE("dptrain's convolution weight and bias gradients equal LibTorch's", "[model]") {
+TEST_CASE("dptrain's convolution weight and bias gradients equal LibTorch's", "[kernels]") {
   // The input gradient's shapes; 37 images: 5 blocks of partial sums, the last one short; 530:
   // 67 blocks, summed in groups of 32, 32 and 3; and images smaller than a strip's padding (each
   // strip reads past its image, several images on).
@@ -164,7 +164,7 @@ TEST_CASE("dptrain's convolution weight and bias gradients equal LibTorch's", "[
 }
 
 TEST_CASE("the weight gradient of no images is zero, and a sliced input is read where it lies",
-          "[model]") {
+          "[kernels]") {
   torch::manual_seed(12);
   const auto weight = torch::randn({4, 3, 3, 3});
   const auto none =
@@ -181,7 +181,7 @@ TEST_CASE("the weight gradient of no images is zero, and a sliced input is read 
   CHECK(torch::allclose(ours.second.to(torch::kFloat64), expected.second, 1e-5, 1e-5));
 }
 
-TEST_CASE("the convolution weight gradient has the same bits at any thread count", "[model]") {
+TEST_CASE("the convolution weight gradient has the same bits at any thread count", "[kernels]") {
   // conv2's shape on 37 images (5 blocks: one group), and 530 small images (67 blocks: groups of
   // partial sums one after the other).
   const std::vector<ConvGradShape> shapes = {{37, 20, 50, 5, 5, 9, 9}, {530, 3, 4, 2, 2, 3, 3}};
@@ -201,7 +201,7 @@ TEST_CASE("the convolution weight gradient has the same bits at any thread count
 }
 
 TEST_CASE("the weight gradient sums its blocks of 8 images in order, over any batch size",
-          "[model]") {
+          "[kernels]") {
   // 530 images are 67 blocks, more than the kernel holds partial sums for at once: the result is
   // still each block's gradient added in block order, to the bit.
   torch::manual_seed(15);
@@ -221,7 +221,7 @@ TEST_CASE("the weight gradient sums its blocks of 8 images in order, over any ba
   CHECK(torch::equal(whole.second, in_order.second));
 }
 
-TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
+TEST_CASE("conv_input_grad refuses what it does not compute", "[kernels]") {
   const auto weight = torch::randn({4, 3, 3, 3});
   const auto grad = torch::randn({2, 4, 5, 5});
   CHECK(conv_input_grad_applies(grad, weight, {2, 3, 7, 7}));
@@ -237,7 +237,7 @@ TEST_CASE("conv_input_grad refuses what it does not compute", "[model]") {
   CHECK_THROWS(conv_input_grad(grad, weight, {2, 3, 8, 7}));
 }
 
-TEST_CASE("conv2d() leaves an image too large for its kernels to oneDNN", "[model]") {
+TEST_CASE("conv2d() leaves an image too large for its kernels to oneDNN", "[kernels]") {
   torch::manual_seed(13);
   const auto x = torch::randn({1, 4, 130, 130});  // 67,600 values: over the kernels' 64 Ki
   std::vector<torch::Tensor> grads[2];
@@ -255,7 +255,7 @@ TEST_CASE("conv2d() leaves an image too large for its kernels to oneDNN", "[mode
   for (size_t i = 0; i < 3; ++i) CHECK(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-3));
 }
 
-TEST_CASE("conv2d() runs the gradients of its own and equals torch::conv2d", "[model]") {
+TEST_CASE("conv2d() runs the gradients of its own and equals torch::conv2d", "[kernels]") {
   // Which of input, weight and bias need a gradient: all, and each left out in turn.
   const std::vector<std::array<bool, 3>> needs = {{true, true, true},
                                                   {false, true, true},

@@ -1,4 +1,4 @@
-// The vector type of dptrain's own CPU kernels (model/vector_clones.h compiles them per CPU):
+// The vector type of dptrain's own CPU kernels (kernels/vector_clones.h compiles them per CPU):
 // kLanes floats as one value, in GCC's and clang's vector extension (one AVX register, two SSE
 // ones). Written out because the compilers left the same loops over small arrays scalar.
 #pragma once
@@ -15,7 +15,7 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 constexpr int64_t kLanes = 8;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
@@ -33,4 +33,4 @@ __attribute__((always_inline)) inline void store(Element* to, const Vector& v) {
   std::memcpy(to, &v, sizeof v);
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -1,11 +1,11 @@
 #include "support/catch.h"
 
-#include "model/relu_pool.h"
+#include "kernels/relu_pool.h"
 
-using namespace dptrain::model;
+using namespace dptrain::kernels;
 
 TEST_CASE("relu_avg_pool2 gives LibTorch's ReLU and average pooling bit for bit, both ways",
-          "[model]") {
+          "[kernels]") {
   // LeNet's second block, odd sides whose last row and column the pooling drops, and an input in
   // the standard layout.
   const std::vector<std::array<int64_t, 4>> shapes = {// images, channels, height, width
@@ -43,7 +43,7 @@ TEST_CASE("relu_avg_pool2 gives LibTorch's ReLU and average pooling bit for bit,
   }
 }
 
-TEST_CASE("relu_avg_pool2 leaves what it cannot compute to LibTorch", "[model]") {
+TEST_CASE("relu_avg_pool2 leaves what it cannot compute to LibTorch", "[kernels]") {
   CHECK(relu_avg_pool2_applies(torch::rand({1, 1, 2, 2})));
   CHECK_FALSE(relu_avg_pool2_applies(torch::rand({1, 1, 1, 4})));  // no 2x2 window
   CHECK_FALSE(relu_avg_pool2_applies(torch::rand({4, 4})));        // not an image batch

@@ -1,5 +1,5 @@
 // The shape of a stride-1, unpadded convolution as dptrain's own gradient kernels see it
-// (model/conv_input_grad.h, model/conv_weight_grad.h), and the packed weight layout they share:
+// (kernels/conv_input_grad.h, kernels/conv_weight_grad.h), and the packed weight layout they share:
 // for one kernel row, the kernel's columns times the input channels are one contiguous strip of a
 // channels-last input (kernel_w x in_channels floats from pixel (row, column) on), so a kernel
 // row of output channel o is one such strip, padded to whole vectors.
@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <vector>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 struct ConvGeometry {
   int64_t images, in_channels, out_channels;
   int64_t kernel_h, kernel_w, out_h, out_w, in_h, in_w;
   int64_t strip;   // kernel_w x in_channels
-  int64_t padded;  // strip rounded up to kLanes (model/lanes.h)
+  int64_t padded;  // strip rounded up to kLanes (kernels/lanes.h)
   int64_t vectors() const;
   int64_t pixels() const { return out_h * out_w; }
   int64_t image_floats() const { return in_h * in_w * in_channels; }
@@ -38,4 +38,4 @@ std::vector<float> pack_conv_weights(const torch::Tensor& weight, const ConvGeom
 // The packed layout back to a [C_out, C_in, KH, KW] tensor (the padding dropped).
 torch::Tensor unpack_conv_weights(const float* packed, const ConvGeometry& g);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

@@ -9,7 +9,7 @@
 
 #include <torch/torch.h>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // True when relu_avg_pool2() computes this: a 4-d fp32 CPU tensor of at least 2x2 pixels.
 bool relu_avg_pool2_applies(const torch::Tensor& x);
@@ -17,4 +17,4 @@ bool relu_avg_pool2_applies(const torch::Tensor& x);
 // avg_pool2d(relu(x), 2), channels-last, differentiable in x. Only where relu_avg_pool2_applies().
 torch::Tensor relu_avg_pool2(const torch::Tensor& x);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

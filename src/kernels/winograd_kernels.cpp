@@ -1,13 +1,13 @@
-#include "model/winograd_kernels.h"
+#include "kernels/winograd_kernels.h"
 
 #include <algorithm>
 
 #include <ATen/Parallel.h>
 
-#include "model/lanes.h"
-#include "model/vector_clones.h"
+#include "kernels/lanes.h"
+#include "kernels/vector_clones.h"
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 namespace {
 
@@ -374,4 +374,4 @@ void winograd_weight_grad(const float* x, const float* grad, const WinogradShape
   });
 }
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

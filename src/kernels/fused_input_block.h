@@ -11,7 +11,7 @@
 
 #include <torch/torch.h>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // The name the kernel runs under for profilers and for `dptrain info`'s FLOP count
 // (model/summary.cpp), which counts 4 convolution outputs per pooled output.
@@ -27,4 +27,4 @@ bool fused_input_block_applies(const torch::Tensor& x, const torch::Tensor& weig
 torch::Tensor fused_input_block(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels

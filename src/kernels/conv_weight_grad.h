@@ -1,7 +1,7 @@
 // The weight and bias gradients of a stride-1, unpadded convolution on a CPU, as a kernel of our
 // own. Why not oneDNN's: for LeNet's conv2 (20 -> 50 channels, 5x5, on 13x13) it ran at 115
 // GFLOP/s on an AVX2 dev machine, against 159 for the same convolution's forward
-// (docs/performance.md). Here the weights' packed layout (model/conv_geometry.h) makes a kernel
+// (docs/performance.md). Here the weights' packed layout (kernels/conv_geometry.h) makes a kernel
 // row of an output channel one contiguous strip of the channels-last input, so each tile of 3
 // output channels x 4 vectors of the strip sums gradient x input over an image's pixels in
 // registers.
@@ -13,7 +13,7 @@
 
 #include <utility>
 
-namespace dptrain::model {
+namespace dptrain::kernels {
 
 // The name the kernel runs under for profilers.
 constexpr const char* kConvWeightGradOp = "dptrain::conv_weight_grad";
@@ -29,4 +29,4 @@ std::pair<torch::Tensor, torch::Tensor> conv_weight_grad(const torch::Tensor& gr
                                                          const torch::Tensor& input,
                                                          const torch::Tensor& weight);
 
-}  // namespace dptrain::model
+}  // namespace dptrain::kernels
