@@ -21,7 +21,10 @@ using namespace dptrain::testing;
 namespace {
 
 // 30 steps of d2l's batch on the real data, from weights drawn wider than d2l's (which would
-// still be at chance): a model well past chance (about 60%) in a few seconds.
+// still be at chance): a model well past chance in a few seconds. Where it lands hangs on the
+// CPU's rounding: 3,930 to 5,885 of the 10,000 test images right over 11 runs (seeds 1 to 8, and
+// 1 to 3 with oneDNN held to SSE4.1 and ATen's kernels to their baseline; the same seed gave
+// 5,650 and 3,930).
 const std::string kShortRun =
     " --set train.epochs=1 --set train.limit_train_batches=30 --set model.init_std=0.1"
     " --set runtime.threads=1";
@@ -67,8 +70,9 @@ TEST_CASE(
   TempDir dir;
   const auto run = train_short(dir, "run", " --set parallel.devices=cpu");
   const int64_t counted = summary_of(run).at("test_correct").get<int64_t>();
-  CHECK(counted > 3000);  // past chance: the comparison means something
+  CHECK(counted > 2000);  // twice chance: the comparison means something
   const std::string config = "--config " + (run / "config.json").string();
+  const auto confusion = evaluate_json(dir, (run / "model.pt").string(), config).at("confusion");
   // Debian's PyTorch 1.13, and PyPI's 2.x where the project's venv has it: each loads model.pt
   // and saves a state_dict in its own format.
   for (size_t i = 0; i < pythons.size(); ++i) {
@@ -83,6 +87,7 @@ TEST_CASE(
     INFO("PyTorch " << answer.at("torch").get<std::string>());
     CHECK(answer.at("samples") == 10000);
     CHECK(answer.at("correct").get<int64_t>() == counted);
+    CHECK(answer.at("confusion") == confusion);  // prediction for prediction, not just the count
     CHECK(answer.at("keys") == nlohmann::json::array({"0.weight", "0.bias", "3.weight", "3.bias",
                                                       "7.weight", "7.bias", "9.weight", "9.bias"}));
 

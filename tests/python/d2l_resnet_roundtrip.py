@@ -1,13 +1,13 @@
 """The Python side of tests/cli/resnet_test.cpp: d2l §13.6's ResNet-18, built as d2l builds it
 (d2l.Residual with Lazy layers, materialised by one forward), loads dptrain's model.pt with
 torch.load, plain and with weights_only=True (torch_load.py), and load_state_dict(strict=True),
-and gives its confusion matrix on the test images in eval mode; it saves its own state_dict the
-way a Python user would.
+and gives its confusion matrix and each test image's class probabilities in eval mode; it saves
+its own state_dict the way a Python user would.
 
     python3 d2l_resnet_roundtrip.py MODEL_PT DATA_DIR SAVE_AS
 
-prints one line of JSON: {"confusion": [[...]], "samples": N, "file_keys": [...], "d2l_keys": [...],
-"torch": its version}.
+prints one line of JSON: {"confusion": [[...]], "probabilities": [[10 a test image], ...],
+"samples": N, "file_keys": [...], "d2l_keys": [...], "torch": its version}.
 """
 import json
 import os
@@ -36,13 +36,17 @@ def main(model_pt, data_dir, save_as):
     x = torch.from_numpy(images.astype(np.float32) / 255).unsqueeze(1)  # as ToTensor
     y = torch.from_numpy(labels.astype(np.int64))
     confusion = torch.zeros(10, 10, dtype=torch.int64)
+    probabilities = []
     with torch.no_grad():
         for i in range(0, len(y), 100):
-            predicted = net(x[i:i + 100]).argmax(1)
+            logits = net(x[i:i + 100])
+            probabilities += torch.softmax(logits.double(), 1).tolist()
+            predicted = logits.argmax(1)
             for truth, guess in zip(y[i:i + 100].tolist(), predicted.tolist()):
                 confusion[truth, guess] += 1
     torch.save(net.state_dict(), save_as)  # an OrderedDict with _metadata
-    print(json.dumps({"confusion": confusion.tolist(), "samples": len(y),
+    print(json.dumps({"confusion": confusion.tolist(), "probabilities": probabilities,
+                      "samples": len(y),
                       "file_keys": list(state.keys()), "d2l_keys": list(net.state_dict().keys()),
                       "num_batches_tracked": int(state["1.num_batches_tracked"]),
                       "tracked_dtype": str(state["1.num_batches_tracked"].dtype),

@@ -1,10 +1,12 @@
 """The Python side of tests/cli/model_file_test.cpp: d2l's LeNet (§13.5) loads dptrain's model.pt
-with torch.load, plain and with weights_only=True (torch_load.py), counts the test images it
-classifies correctly, and saves its own state_dict the way a Python user would.
+with torch.load, plain and with weights_only=True (torch_load.py), classifies the test images
+(the count it gets right and the confusion matrix), and saves its own state_dict the way a Python
+user would.
 
     python3 d2l_roundtrip.py MODEL_PT DATA_DIR SAVE_AS
 
-prints one line of JSON: {"correct": C, "samples": N, "keys": [...], "torch": its version}.
+prints one line of JSON: {"correct": C, "confusion": [[...]], "samples": N, "keys": [...],
+"torch": its version}.
 """
 import gzip
 import json
@@ -43,11 +45,16 @@ def main(model_pt, data_dir, save_as):
     labels = read_idx(f"{data_dir}/t10k-labels-idx1-ubyte.gz")
     x = torch.from_numpy(images.astype(np.float32) / 255).unsqueeze(1)  # as ToTensor
     y = torch.from_numpy(labels.astype(np.int64))
+    confusion = torch.zeros(10, 10, dtype=torch.int64)
     with torch.no_grad():
-        correct = sum(int((net(x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum())
-                      for i in range(0, len(y), 1000))
+        for i in range(0, len(y), 1000):
+            predicted = net(x[i:i + 1000]).argmax(1)
+            confusion.index_put_((y[i:i + 1000], predicted), torch.ones_like(predicted),
+                                 accumulate=True)
+    correct = int(confusion.diagonal().sum())
     torch.save(net.state_dict(), save_as)  # an OrderedDict with _metadata
-    print(json.dumps({"correct": correct, "samples": len(y), "keys": list(state.keys()),
+    print(json.dumps({"correct": correct, "confusion": confusion.tolist(), "samples": len(y),
+                      "keys": list(state.keys()),
                       "torch": torch.__version__}))
 
 

@@ -87,8 +87,12 @@ TEST_CASE("a few hundred steps on Fashion-MNIST learn far above chance", "[train
                                    out.path(), console);
   REQUIRE(result.epochs.size() == 2);
   CHECK(result.epochs[1].train_samples == 150 * 256);
-  CHECK(result.summary.test_acc > 0.70);  // chance is 0.10
-  CHECK(result.epochs[1].train_loss < result.epochs[0].train_loss);
+  // Chance is 0.10. Over 9 runs (seeds 1 to 6, and 1 to 3 with oneDNN held to SSE4.1 and ATen's
+  // kernels to their baseline) these steps reached 0.743 to 0.797, and the second epoch's loss
+  // was 0.58 to 0.61 against the first's 0.96 to 1.11: how far above 0.5 a run lands hangs on
+  // the CPU's rounding (docs/contributing.md, "Every CPU class"), that it lands there does not.
+  CHECK(result.summary.test_acc > 0.5);
+  CHECK(result.epochs[1].train_loss < 0.8 * result.epochs[0].train_loss);
 }
 
 TEST_CASE("a run writes config.json, metrics.jsonl, summary.json and d2l's line", "[train]") {
