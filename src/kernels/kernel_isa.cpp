@@ -16,7 +16,8 @@ int cpu_level() {
   if (__builtin_cpu_supports("x86-64-v3")) return 3;
 #else
   const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+                  __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("sse4.2");
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
                   __builtin_cpu_supports("avx512vl");
@@ -46,8 +47,9 @@ std::string level_name(int level) {
 
 KernelIsa kernel_isa() {
 #if defined(DPTRAIN_KERNEL_ISA_LEVEL)
-  return {level_name(DPTRAIN_KERNEL_ISA_LEVEL), "kept by DPTRAIN_KERNEL_ISA",
-          cpu_level() >= DPTRAIN_KERNEL_ISA_LEVEL};
+  // The baseline kept is whatever -march the build gave (vector_clones.h adds nothing to it).
+  constexpr int kept = DPTRAIN_KERNEL_ISA_LEVEL == 1 ? compiled_level() : DPTRAIN_KERNEL_ISA_LEVEL;
+  return {level_name(kept), "kept by DPTRAIN_KERNEL_ISA", cpu_level() >= kept};
 #elif defined(DPTRAIN_VECTOR_CLONES_DISPATCHED)
   return {level_name(cpu_level()), "picked for this CPU", true};
 #else

@@ -58,7 +58,8 @@ std::unique_ptr<OpInputs> read_inputs(const at::RecordFunction& fn) {
     return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
                                       2 * (weight->numel() / weight->size(0)));
   }
-  if (name == kernels::kFusedInputBlockOp) {  // conv + ReLU + pooling: 4 convolution outputs per output
+  if (name ==
+      kernels::kFusedInputBlockOp) {  // conv + ReLU + pooling: 4 convolution outputs per output
     const torch::Tensor* weight = tensor_at(inputs, 1);
     if (weight == nullptr || weight->dim() == 0 || weight->size(0) == 0) return nullptr;
     return std::make_unique<OpInputs>(OpInputs::Kind::kConvolution,
@@ -89,8 +90,8 @@ void count_op(const at::RecordFunction& fn, const OpInputs& op) {
 thread_local int depth = 0;
 std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
   const std::string name = fn.name();
-  const bool counted =
-      counting != nullptr && (depth == 0 || name == "aten::convolution" || name == kernels::kWinogradConvOp);
+  const bool counted = counting != nullptr && (depth == 0 || name == "aten::convolution" ||
+                                               name == kernels::kWinogradConvOp);
   ++depth;
   if (!counted) return nullptr;
   return read_inputs(fn);

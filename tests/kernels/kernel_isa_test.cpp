@@ -35,7 +35,11 @@ int cpuinfo_isa_level() {
     }
     return true;
   };
-  if (!has({"avx2", "fma", "bmi1", "bmi2", "f16c", "movbe"})) return 1;
+  // x86-64-v3 as the psABI defines it, v2 included (lzcnt is "abm" in /proc/cpuinfo).
+  if (!has({"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3", "avx", "avx2", "bmi1", "bmi2",
+            "f16c", "fma", "abm", "movbe", "xsave"})) {
+    return 1;
+  }
   return has({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}) ? 4 : 3;
 }
 

@@ -1,12 +1,12 @@
 """The Python side of tests/cli/model_file_test.cpp: d2l's LeNet (§13.5) loads dptrain's model.pt
 with torch.load, plain and with weights_only=True (torch_load.py), classifies the test images
-(the count it gets right and the confusion matrix), and saves its own state_dict the way a Python
-user would.
+(the count it gets right and each image's class probabilities), and saves its own state_dict the
+way a Python user would.
 
     python3 d2l_roundtrip.py MODEL_PT DATA_DIR SAVE_AS
 
-prints one line of JSON: {"correct": C, "confusion": [[...]], "samples": N, "keys": [...],
-"torch": its version}.
+prints one line of JSON: {"correct": C, "probabilities": [[10 a test image], ...], "samples": N,
+"keys": [...], "torch": its version}.
 """
 import gzip
 import json
@@ -45,15 +45,16 @@ def main(model_pt, data_dir, save_as):
     labels = read_idx(f"{data_dir}/t10k-labels-idx1-ubyte.gz")
     x = torch.from_numpy(images.astype(np.float32) / 255).unsqueeze(1)  # as ToTensor
     y = torch.from_numpy(labels.astype(np.int64))
-    confusion = torch.zeros(10, 10, dtype=torch.int64)
+    probabilities = []
+    correct = 0
     with torch.no_grad():
         for i in range(0, len(y), 1000):
-            predicted = net(x[i:i + 1000]).argmax(1)
-            confusion.index_put_((y[i:i + 1000], predicted), torch.ones_like(predicted),
-                                 accumulate=True)
-    correct = int(confusion.diagonal().sum())
+            logits = net(x[i:i + 1000])
+            probabilities += torch.softmax(logits.double(), 1).tolist()
+            predicted = logits.argmax(1)
+            correct += int((predicted == y[i:i + 1000]).sum())
     torch.save(net.state_dict(), save_as)  # an OrderedDict with _metadata
-    print(json.dumps({"correct": correct, "confusion": confusion.tolist(), "samples": len(y),
+    print(json.dumps({"correct": correct, "probabilities": probabilities, "samples": len(y),
                       "keys": list(state.keys()),
                       "torch": torch.__version__}))
 
