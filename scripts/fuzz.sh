@@ -2,10 +2,11 @@
 # Coverage-guided fuzzing (libFuzzer, with AddressSanitizer and UndefinedBehaviorSanitizer) of the
 # readers that take outside input: IDX files (raw and gzip), experiment files with --set
 # overrides, checkpoints, model files (state_dicts), SLURM's node lists, what a peer sends the
-# rendezvous store, and TensorBoard event files as a resumed run reads its own back.
+# rendezvous store, TensorBoard event files as a resumed run reads its own back, and the pictures
+# predict classifies (PNG, PGM/PPM).
 #
 #   scripts/fuzz.sh [--seconds S] [TARGET...]
-#     targets: idx config nodelist checkpoint model_file store tensorboard
+#     targets: idx config nodelist checkpoint model_file store tensorboard image
 #
 # Each target runs S seconds (default 30), as many at once as there are cores, from its committed
 # seeds (fuzz/corpus/TARGET) plus what earlier runs here found (build-asan/corpus/TARGET). A crash,
@@ -18,11 +19,11 @@ targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    idx|config|nodelist|checkpoint|model_file|store|tensorboard) targets+=("$1"); shift ;;
-    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file|store|tensorboard ...]" >&2; exit 2 ;;
+    idx|config|nodelist|checkpoint|model_file|store|tensorboard|image) targets+=("$1"); shift ;;
+    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file|store|tensorboard|image ...]" >&2; exit 2 ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file store tensorboard)
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file store tensorboard image)
 
 # The fuzz targets live in the AddressSanitizer build (clang, with libFuzzer's coverage).
 "$root/scripts/check.sh" asan --build-only

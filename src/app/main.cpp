@@ -11,6 +11,7 @@
 #include "core/heap.h"
 #include "core/interrupt.h"
 #include "core/log.h"
+#include "core/stdout_check.h"
 #include "core/torch_info.h"
 #include "data/locate.h"
 #include "kernels/kernel_isa.h"
@@ -82,25 +83,38 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
   return 0;
 }
 
+// Every command's way out: results that never reached stdout fail the command (exit 5), whatever
+// it returned; an error's own status stands.
+int finish(int status) {
+  const std::optional<std::string> problem = core::stdout_problem();
+  if (!problem) return status;
+  core::init_logging("info");  // help and usage errors end before logging is set up
+  spdlog::error("{}: {}: the results could not all be written",
+                core::code_name(core::ErrorCode::kIo), *problem);
+  spdlog::error("hint: write them to a file system with room, or to a pipe");
+  return status == 0 ? core::exit_status(core::ErrorCode::kIo) : status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   core::hold_launcher_signals();  // until train's handlers are in, or run() lets them act
+  core::check_stdout_writes();
   core::keep_freed_memory_for_reuse();
   const cli::ParseResult parsed = cli::parse_command_line(argc, argv);
-  if (!parsed.command) return parsed.exit_status;
+  if (!parsed.command) return finish(parsed.exit_status);
   try {
     core::init_logging("info");
-    return run(*parsed.command, std::vector<std::string>(argv, argv + argc));
+    return finish(run(*parsed.command, std::vector<std::string>(argv, argv + argc)));
   } catch (const core::Error& e) {
     spdlog::error("{}: {}", core::code_name(e.code()), e.what());
     if (!e.hint().empty()) spdlog::error("hint: {}", e.hint());
-    return core::exit_status(e.code());
+    return finish(core::exit_status(e.code()));
   } catch (const c10::Error& e) {
     spdlog::error("LibTorch error: {}", e.what_without_backtrace());
-    return core::exit_status(core::ErrorCode::kRuntime);
+    return finish(core::exit_status(core::ErrorCode::kRuntime));
   } catch (const std::exception& e) {
     spdlog::error("unexpected error: {}", e.what());
-    return core::exit_status(core::ErrorCode::kRuntime);
+    return finish(core::exit_status(core::ErrorCode::kRuntime));
   }
 }

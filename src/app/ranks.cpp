@@ -1,5 +1,6 @@
 // Launching ddp's local ranks when no launcher (torchrun, srun, mpirun) started this process.
 #include <chrono>
+#include <cmath>
 
 #include "app/command_line.h"
 #include "app/commands.h"
@@ -76,7 +77,8 @@ int launch_ranks(const cli::Command& command, const config::Config& config, int 
   plan.node_rank = nodes.node_rank;
   plan.master_addr = nodes.master_addr;
   plan.master_port = static_cast<uint16_t>(nodes.master_port);
-  plan.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.parallel.timeout_s * 1000));
+  plan.timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(std::ceil(config.parallel.timeout_s * 1000)));  // never 0 ms;
   if (purpose == Purpose::kTrain) {
     plan.max_restarts = max_restarts(command, config);
     plan.restart_argv = resuming(argv);

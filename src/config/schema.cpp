@@ -49,7 +49,9 @@ KeySpec integer(const char* path, Field field, int64_t min, std::string doc,
       }};
 }
 
-// Numbers above `min` (or from it, with `from`), and below `below` when given.
+// Numbers above `min` (or from it, with `from`), and below `below` when given; number() takes an
+// inclusive maximum too. A key that code multiplies by a unit and turns into an integer (MiB into
+// bytes, seconds into milliseconds) needs one, or a huge value overflows there.
 struct NumberRange {
   double min = 0;
   bool from = true;  // min itself is allowed
@@ -57,23 +59,28 @@ struct NumberRange {
   std::string hint;
 };
 
-std::string range_text(const NumberRange& r) {
-  if (r.below) return "in [" + number_text(r.min) + ", " + number_text(*r.below) + ")";
+std::string range_text(const NumberRange& r, std::optional<double> max) {
+  const std::string low = (r.from ? "[" : "(") + number_text(r.min) + ", ";
+  if (r.below) return "in " + low + number_text(*r.below) + ")";
+  if (max) return "in " + low + number_text(*max) + "]";
   return (r.from ? ">= " : "> ") + number_text(r.min);
 }
 
 template <typename Field>
-KeySpec number(const char* path, Field field, NumberRange range, std::string doc) {
+KeySpec number(const char* path, Field field, NumberRange range, std::string doc,
+               std::optional<double> max = std::nullopt) {
   return {path,
           "number",
-          range_text(range),
+          range_text(range, max),
           std::move(doc),
           [field](const Config& c) { return json(field(c)); },
-          [field, path = std::string(path), range](const json& v, Config& c, const Checker& check) {
+          [field, path = std::string(path), range, max](const json& v, Config& c,
+                                                        const Checker& check) {
             const auto value = v.get<double>();
             const bool above = range.from ? value >= range.min : value > range.min;
-            if (!(above && (!range.below || value < *range.below))) {  // nan fails too
-              check.fail(path, "must be " + range_text(range), range.hint);
+            const bool under = (!range.below || value < *range.below) && (!max || value <= *max);
+            if (!(above && under)) {  // nan fails too
+              check.fail(path, "must be " + range_text(range, max), range.hint);
             }
             field(c) = value;
           }};
@@ -265,10 +272,13 @@ std::vector<KeySpec> train_and_parallel_keys() {
       choice(KEY(parallel.dist_backend),
              "ddp: `auto` is `nccl` where each rank has a GPU of its own, else `gloo` (CPU "
              "ranks, ranks that share a GPU, a LibTorch without NCCL)"),
+      // 64 GiB: far past any model's gradients, and bytes that fit int64 with room to spare.
       number(KEY(parallel.bucket_mb), {0, false, std::nullopt, "DDP's default is 25 (MB)"},
-             "ddp: gradient bucket size in MiB, as DDP's `bucket_cap_mb`"),
+             "ddp: gradient bucket size in MiB, as DDP's `bucket_cap_mb`", /*max=*/65536),
+      // A week: its nanoseconds past now still fit the clocks' int64.
       number(KEY(parallel.timeout_s), {0, false, std::nullopt, "the default is 600 (seconds)"},
-             "ddp: how long a rank waits for the others (rendezvous, each collective)"),
+             "ddp: how long a rank waits for the others (rendezvous, each collective)",
+             /*max=*/604800),
       integer(KEY(parallel.max_restarts), 0,
               "ddp under dptrain's launcher: when a rank fails or hangs, every rank starts again "
               "from the newest checkpoint, up to N times (checkpoints needed); see "

@@ -10,6 +10,7 @@
 #include "data/idx.h"
 #include "data/pil_resize.h"
 #include "data/png_check.h"
+#include "data/pnm_check.h"
 
 namespace dptrain::data {
 namespace {
@@ -115,6 +116,12 @@ InputImage read_picture(const std::filesystem::path& path, const std::string& by
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) not_an_image(path, "a file over 2 GB");
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   const int size = static_cast<int>(bytes.size());
+  // A PGM/PPM's header is parsed here before stb's parser sees it (data/pnm_check.h says why).
+  if (bytes[0] == 'P') {
+    if (const std::string problem = pnm_problem(bytes); !problem.empty()) {
+      not_an_image(path, "a PGM/PPM whose " + problem);
+    }
+  }
   int width = 0, height = 0, channels = 0;
   // The header's size, read before anything is decoded.
   if (stbi_info_from_memory(data, size, &width, &height, &channels) == 0) {

@@ -11,7 +11,7 @@ namespace dptrain::data {
 
 // Nothing when `png` (a file that starts with PNG's signature) opens with its IHDR chunk, has no
 // CgBI chunk and no chunk past its end, and its image data inflate with zlib, completely, to no
-// more than IHDR's width, height and format can hold; else why not.
+// fewer bytes than IHDR's width, height and format need, nor more than they can hold; else why not.
 std::string png_problem(const std::string& png);
 
 }  // namespace dptrain::data

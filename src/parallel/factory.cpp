@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
@@ -37,7 +39,8 @@ std::unique_ptr<Backend> make_ddp(const config::ParallelConfig& config, torch::n
                rank.master_addr.empty()
                    ? std::string("this process")
                    : rank.master_addr + ":" + std::to_string(rank.master_port));
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000));
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(config.timeout_s * 1000)));
   auto comm = distributed::Communicator::join(rank, transport, device, timeout);
   const auto bucket_bytes = static_cast<int64_t>(config.bucket_mb * 1024 * 1024);
   if (config.zero_stage > 0) {

@@ -102,6 +102,21 @@ void check_model(const std::filesystem::path& path, const json& record,
               "run folder, config.json), or start a new run without --resume");
 }
 
+// The refusal of a checkpoint that another optimizer wrote: its state (momentum, Adam's moments)
+// is that optimizer's, and no other can go on from it.
+void check_optimizer(const std::filesystem::path& path, const json& saved,
+                     const config::Config& config) {
+  const std::string then = saved.at("optimizer").at("name").get<std::string>();
+  const std::string now = config::name_of(config.optimizer.name);
+  if (then == now) return;
+  throw Error(ErrorCode::kConfig,
+              path.string() + ": the checkpoint holds the state of optimizer \"" +
+                  core::printable(then) + "\", and this run's optimizer.name is \"" + now + "\"",
+              "resume with optimizer.name \"" + core::printable(then) +
+                  "\" (its run's config.json), or start a new run from its weights with "
+                  "--init-from");
+}
+
 // Each rank's intra-op thread count orders the float sums of every convolution and matrix
 // product: another count gives other low bits, which training then carries on.
 void warn_about_threads(const std::filesystem::path& path, const json& record) {
@@ -366,6 +381,7 @@ ResumePoint checked_resume_point(const std::filesystem::path& path, const core::
   const json record = open_checkpoint(path, file, record_only()).record;
   try {
     check_model(path, record, config, params);
+    check_optimizer(path, record.at("config"), config);
     warn_about_changes(path, record.at("config"), config);
     warn_about_threads(path, record);
     ResumePoint point = resume_point_of(record);
@@ -503,6 +519,21 @@ void check_rank_states_fit(const std::filesystem::path& path, int64_t ranks, int
                     " ranks (local SGD or PowerSGD), and this job has " +
                     std::to_string(want.world),
                 "resume on " + std::to_string(ranks) + " ranks");
+  }
+  // PowerSGD's rows hold each bucket's error and each compressed matrix's Q: where the buckets
+  // are cut and which matrices compress lay them out, even where the row's length stays the same.
+  const auto parallel = saved.is_object() ? saved.find("parallel") : saved.end();
+  if (!wrote_local_sgd(saved) && parallel != saved.end() && parallel->is_object()) {
+    const json now = config::to_json(config).at("parallel");
+    for (const char* key : {"bucket_mb", "powersgd_rank", "powersgd_min_compression"}) {
+      const auto then = parallel->find(key);
+      if (then == parallel->end() || *then == now.at(key)) continue;
+      throw Error(ErrorCode::kConfig,
+                  path.string() + ": parallel." + key + " was " + core::printable(then->dump()) +
+                      " and is now " + now.at(key).dump() +
+                      ": the checkpoint's PowerSGD state is laid out by it",
+                  keep);
+    }
   }
   if (values != width) {
     throw Error(ErrorCode::kConfig,

@@ -61,9 +61,8 @@ TEST_CASE("the version and help flags answer and exit 0", "[cli]") {
 TEST_CASE("info reports the LibTorch version, backends, devices and threads", "[cli]") {
   const auto info = run_dptrain("info");
   CHECK(info.status == 0);
-  for (const char* line :
-       {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu",
-        "threads: ", "cpu kernels: dptrain's ", "data fashion-mnist: "}) {
+  for (const char* line : {"libtorch: ", "cuda: ", "cudnn: ", "nccl: ", "gloo: ", "devices: cpu",
+                           "threads: ", "cpu kernels: dptrain's ", "data fashion-mnist: "}) {
     CHECK_THAT(info.out, ContainsSubstring(line));
   }
 }
@@ -324,4 +323,41 @@ TEST_CASE("the torchrun example that train's help prints trains on this machine'
   CHECK(run.status == 0);
   CHECK_THAT(run.out, ContainsSubstring("test acc: "));
   CHECK(summary_of(dir / "run").at("world_size") == 2);
+}
+
+TEST_CASE("a command whose results cannot all reach stdout exits 5 and says where they went",
+          "[cli]") {
+  TinyRun tiny;
+  const auto run = tiny.dir / "run";
+  const auto trained = run_dptrain("train " + tiny.args() + " --output " + run.string());
+  INFO(trained.err);
+  REQUIRE(trained.status == 0);
+  const std::string model = (run / "model.pt").string();
+  const std::string images = (tiny.dir / "data" / "t10k-images-idx3-ubyte.gz").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"config"},
+      {"config", "--keys"},
+      {"info"},
+      {"--help"},
+      {"--version"},
+      {"predict", "--model", model, "--json", images},
+      {"predict", "--model", model, images},
+      {"evaluate", "--model", model},
+      {"compare", run.string()},
+      {"compare", run.string(), "--format", "csv"}};
+  for (const auto& command : commands) {
+    // /dev/full: every write fails with ENOSPC, as on a full disk.
+    std::vector<std::string> words = {"-c", "exec \"$0\" \"$@\" >/dev/full", DPTRAIN_BINARY};
+    words.insert(words.end(), command.begin(), command.end());
+    const auto full = run_program("/bin/sh", shell_words(words));
+    INFO(shell_words(command) << "\n" << full.err);
+    CHECK(full.status == 5);
+    CHECK_THAT(full.err, ContainsSubstring("I/O error: stdout (/dev/full): No space left on "
+                                           "device: the results could not all be written"));
+    // The same to a file: what it printed is all there, and it exits 0.
+    words[1] = "exec \"$0\" \"$@\" >" + (tiny.dir / "out.txt").string();
+    const auto kept = run_program("/bin/sh", shell_words(words));
+    CHECK(kept.status == 0);
+    CHECK_FALSE(core::read_text_file(tiny.dir / "out.txt").empty());
+  }
 }

@@ -223,6 +223,12 @@ TEST_CASE(
   CHECK(powersgd.status == 3);
   CHECK_THAT(powersgd.err,
              ContainsSubstring("holds each rank's local SGD state, and this run uses PowerSGD"));
+  // Another optimizer cannot go on from this one's state (momentum here): a config error.
+  const auto adam = resume("adam", 3, joined_args(local, {"--set", "optimizer.name=adam"}));
+  CHECK(adam.status == 3);
+  CHECK_THAT(adam.err, ContainsSubstring("the checkpoint holds the state of optimizer \"sgd\", "
+                                         "and this run's optimizer.name is \"adam\"") &&
+                           ContainsSubstring("hint: resume with optimizer.name \"sgd\""));
   // Plain ddp goes on from rank 0's parameters and momentum, and says so.
   const auto plain = resume("plain", 3, {});
   CHECK(plain.status == 0);
@@ -261,20 +267,31 @@ TEST_CASE(
   CHECK_THAT(short_row.err,
              ContainsSubstring("short.pt: a damaged checkpoint: record rank_states/1 holds"));
 
-  // PowerSGD's rows are as wide as its settings make them: another rank is refused by name.
+  // PowerSGD's rows are laid out by its settings: another rank, or another bucket size (which
+  // keeps a row's length and moves what it holds), is refused by name.
   const std::vector<std::string> rank1 = {"--set", "parallel.grad_compression=powersgd",
                                           "--set", "checkpoint.every_steps=3",
-                                          "--set", "checkpoint.keep_last=0"};
+                                          "--set", "checkpoint.keep_last=0",
+                                          "--set", "parallel.bucket_mb=0.1"};
   train_slow_link(dir, "powersgd-1", 2, rank1);
-  const auto wider = run_dptrain(shell_words(slow_link_job(
-      dir, dir / "powersgd-2", 2,
-      joined_args(
-          rank1, {"--set", "parallel.powersgd_rank=2", "--resume",
-                  (dir / "powersgd-1" / "checkpoints" / "epoch-0000-batch-000006.pt").string()}))));
+  const auto powersgd_resume = [&](const std::string& name, const std::string& setting) {
+    return run_dptrain(shell_words(slow_link_job(
+        dir, dir / name, 2,
+        joined_args(
+            rank1,
+            {"--set", setting, "--resume",
+             (dir / "powersgd-1" / "checkpoints" / "epoch-0000-batch-000006.pt").string()}))));
+  };
+  const auto wider = powersgd_resume("powersgd-2", "parallel.powersgd_rank=2");
   CHECK(wider.status == 3);
-  CHECK_THAT(wider.err, ContainsSubstring("values of each rank's own state, and this run's "
-                                          "settings keep") &&
+  CHECK_THAT(wider.err, ContainsSubstring("parallel.powersgd_rank was 1 and is now 2: the "
+                                          "checkpoint's PowerSGD state is laid out by it") &&
                             ContainsSubstring("parallel.powersgd_*"));
+  const auto rebucketed = powersgd_resume("powersgd-bucket", "parallel.bucket_mb=0.2");
+  CHECK(rebucketed.status == 3);
+  CHECK_THAT(rebucketed.err, ContainsSubstring("parallel.bucket_mb was 0.1 and is now 0.2: the "
+                                               "checkpoint's PowerSGD state is laid out by it") &&
+                                 ContainsSubstring("parallel.bucket_mb"));
 }
 
 TEST_CASE("settings that cannot combine are refused, naming both keys", "[cli][slow_links]") {

@@ -146,9 +146,18 @@ TEST_CASE("ddp's keys are checked: devices, transport, bucket size, timeout", "[
   CHECK(error_of([] { resolve("{}", {"parallel.dist_backend=mpi"}); }, ErrorCode::kConfig) ==
         "--set parallel.dist_backend=mpi: parallel.dist_backend: unknown value \"mpi\"");
   CHECK(error_of([] { resolve("{}", {"parallel.bucket_mb=0"}); }, ErrorCode::kConfig) ==
-        "--set parallel.bucket_mb=0: parallel.bucket_mb: must be > 0");
+        "--set parallel.bucket_mb=0: parallel.bucket_mb: must be in (0, 65536]");
   CHECK(error_of([] { resolve("{}", {"parallel.timeout_s=-1"}); }, ErrorCode::kConfig) ==
-        "--set parallel.timeout_s=-1: parallel.timeout_s: must be > 0");
+        "--set parallel.timeout_s=-1: parallel.timeout_s: must be in (0, 604800]");
+  // Sizes and times that their bytes or milliseconds would overflow as int64 are refused by name.
+  for (const std::string huge : {"1e13", "1e300"}) {
+    CHECK(error_of([&] { resolve("{}", {"parallel.bucket_mb=" + huge}); }, ErrorCode::kConfig) ==
+          "--set parallel.bucket_mb=" + huge + ": parallel.bucket_mb: must be in (0, 65536]");
+    CHECK(error_of([&] { resolve("{}", {"parallel.timeout_s=" + huge}); }, ErrorCode::kConfig) ==
+          "--set parallel.timeout_s=" + huge + ": parallel.timeout_s: must be in (0, 604800]");
+  }
+  CHECK(resolve("{}", {"parallel.bucket_mb=65536"}).parallel.bucket_mb == 65536);
+  CHECK(resolve("{}", {"parallel.timeout_s=604800"}).parallel.timeout_s == 604800);
   CHECK(error_of([] { resolve(R"({"parallel": {"backend": "ddp", "devices": ["auto", "cpu"]}})"); },
                  ErrorCode::kConfig) ==
         "exp.json: parallel.devices: \"auto\" stands for every GPU and must be the only entry");

@@ -463,3 +463,64 @@ TEST_CASE(
   CHECK(images[0].name == file.string() + "#5");
   CHECK(images[0].image.sizes() == torch::IntArrayRef({1, 28, 28}));
 }
+
+TEST_CASE(
+    "a PGM or PPM that holds fewer pixels than its header declares, none, an overflowing number "
+    "or another maxval than 255, and a PNG whose image data inflate short, are refused naming the "
+    "file, before the decoder sees them",
+    "[serialize][security]") {
+  TempDir dir;
+  const auto refused = [&](const std::string& name, const std::string& bytes) {
+    testing::write_text(dir / name, bytes);
+    try {
+      data::read_input_images(dir / name);
+    } catch (const core::Error& e) {
+      CHECK(e.code() == core::ErrorCode::kData);
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  // The first test image of the real Fashion-MNIST, as a PGM a user would save.
+  data::IdxArray images = data::read_idx_items(
+      testing::real_data_dir() / "t10k-images-idx3-ubyte.gz", /*first=*/0, /*count=*/1);
+  const std::string pixels(images.values.begin(), images.values.end());
+  REQUIRE(pixels.size() == 784);
+  const std::string header = "P5 28 28 255\n";
+  // Debian's stb_image decoded these from whatever the heap held.
+  CHECK(refused("empty.pgm", header) ==
+        (dir / "empty.pgm").string() +
+            ": a PGM/PPM whose pixels end after 0 of the 784 bytes its 28x28 header declares (a "
+            "truncated file)");
+  CHECK_THAT(refused("empty.ppm", "P6 512 512 255\n"),
+             ContainsSubstring("pixels end after 0 of the 786432 bytes its 512x512 header"));
+  CHECK_THAT(refused("cut.pgm", header + pixels.substr(0, 783)),
+             ContainsSubstring("cut.pgm: a PGM/PPM whose pixels end after 783 of the 784 bytes"));
+  CHECK_THAT(refused("cut-header.pgm", "P5 28 28"),
+             ContainsSubstring("a PGM/PPM whose header has no whitespace before its maxval"));
+  CHECK_THAT(refused("no-pixels.pgm", "P5 0 0 255\n"),
+             ContainsSubstring("a PGM/PPM whose header declares 0x0 pixels: none to classify"));
+  CHECK_THAT(refused("long.pgm", "P5 99999999999 1 255\n" + pixels),
+             ContainsSubstring("a PGM/PPM whose width has more than 9 digits"));
+  CHECK_THAT(refused("maxval.pgm", "P5 28 28 15\n" + pixels),
+             ContainsSubstring("a PGM/PPM whose maxval is 15: dptrain reads 8-bit PGM/PPM of "
+                               "maxval 255"));
+  CHECK_THAT(refused("16-bit.pgm", "P5 28 28 65535\n" + pixels + pixels),
+             ContainsSubstring("maxval is 65535"));
+  CHECK_THAT(refused("glued.pgm", "P5 28 28 255#\n" + pixels),
+             ContainsSubstring("maxval is not followed by a whitespace byte"));
+  // Whole, with a comment in its header and bytes after its raster, it reads, the same each time.
+  const std::string whole = "P5 # from Fashion-MNIST\n28 28\n255\n" + pixels + "trailing";
+  CHECK(refused("whole.pgm", whole) == "read");
+  testing::write_text(dir / "whole.pgm", whole);
+  const auto once = data::read_input_images(dir / "whole.pgm");
+  const auto again = data::read_input_images(dir / "whole.pgm");
+  REQUIRE(once.size() == 1);
+  CHECK(torch::equal(once[0].image, again[0].image));
+  CHECK(torch::equal(once[0].image, data::to_model_input(torch::from_blob(
+                                        images.values.data(), {28, 28}, torch::kUInt8))));
+  // A PNG whose zlib stream is whole but holds 10 of its 28 rows.
+  CHECK_THAT(refused("short.png", png(28, 28, zlib_of_zeros(29 * 10))),
+             ContainsSubstring("short.png: a PNG whose image data inflate to 290 bytes, fewer than "
+                               "the 812 its size of 28x28 needs (a truncated image)"));
+  CHECK(refused("full.png", png(28, 28, zlib_of_zeros(29 * 28))) == "read");
+}
