@@ -3,11 +3,13 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <thread>
 
+#include "core/collective_wait.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "distributed/peers.h"
@@ -152,22 +154,34 @@ struct JobEnd {
   int preempted = 0;   // ranks that stopped for a preemption notice, with a checkpoint
   int interrupts = 0;  // Ctrl-Cs the launcher received
   int notices = 0;     // preemption notices the launcher received (and forwarded)
+  // The ranks still running kStuckAfterNotice after a Ctrl-C, which the launcher then killed.
+  std::vector<int64_t> killed_after_interrupt;
 };
 
 // Waits for every rank, forwarding Ctrl-C and preemption notices. The first failure stops the
 // others (as Ctrl-C asks: SIGTERM would read as a preemption notice), and kills them after the
-// grace: a rank stuck in a collective with the failed one would wait for its timeout.
+// grace: a rank stuck in a collective with the failed one would wait for its timeout. So does a
+// Ctrl-C, after kStuckAfterNotice: a rank that is stopped or stuck never acts on it, and the
+// others would wait for it in their collectives until parallel.timeout_s.
 JobEnd supervise(Children& ranks, std::chrono::milliseconds grace) {
   JobEnd end;
   int preemptions = 0;
   bool sent_sigint = false;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
+  std::optional<std::chrono::steady_clock::time_point> interrupt_kill_at;
   while (!ranks.empty()) {
     if (g_interrupts > end.interrupts) {
+      if (end.interrupts == 0) {
+        interrupt_kill_at = std::chrono::steady_clock::now() + core::kStuckAfterNotice;
+      }
       end.interrupts = g_interrupts;
       // A second Ctrl-C means now: as for a single process.
       ranks.signal_all(end.interrupts > 1 ? SIGKILL : SIGINT);
       sent_sigint = true;
+    }
+    if (interrupt_kill_at && std::chrono::steady_clock::now() >= *interrupt_kill_at) {
+      if (end.killed_after_interrupt.empty()) end.killed_after_interrupt = ranks.ids();
+      ranks.signal_all(SIGKILL);
     }
     if (g_preemption_count > preemptions) {
       // Every notice goes on: ranks take it once and finish with a checkpoint; a scheduler that
@@ -180,7 +194,9 @@ JobEnd supervise(Children& ranks, std::chrono::milliseconds grace) {
       if (ended->status == kPreemptedStatus) {
         ++end.preempted;  // the others stop after the same step: their vote was collective
       } else if (ended->status != 0) {
-        ended->stopped_by_us = sent_sigint && ended->status == kInterruptedStatus;
+        const auto& killed = end.killed_after_interrupt;
+        ended->stopped_by_us = (sent_sigint && ended->status == kInterruptedStatus) ||
+                               std::find(killed.begin(), killed.end(), ended->rank) != killed.end();
         end.failures.push_back(*ended);
         if (!kill_at) {
           if (end.interrupts == 0) ranks.signal_all(SIGINT);
@@ -209,6 +225,17 @@ int job_status(const JobEnd& end, int world, const std::vector<std::string>& res
     // This launcher's SIGKILL ended the ranks: the job was interrupted, as a single process's
     // 130 says, and not killed (137 would read as the scheduler's or the kernel's doing).
     spdlog::warn("ddp: stopped at once on a second Ctrl-C: the ranks were killed");
+    return kInterruptedStatus;
+  }
+  if (end.interrupts > 0 && !end.killed_after_interrupt.empty()) {
+    std::string ranks;
+    for (const int64_t r : end.killed_after_interrupt) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    }
+    spdlog::warn("ddp: stopped on Ctrl-C; rank{} {} did not stop within {} s and {} killed",
+                 end.killed_after_interrupt.size() == 1 ? "" : "s", ranks,
+                 core::kStuckAfterNotice.count(),
+                 end.killed_after_interrupt.size() == 1 ? "was" : "were");
     return kInterruptedStatus;
   }
   const Outcome& first = culprit(end.failures);

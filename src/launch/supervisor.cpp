@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -147,6 +148,13 @@ int wait_for(pid_t pid) {
     if (errno != EINTR) return 1;
   }
   return exit_status_of(raw);
+}
+
+std::vector<int64_t> Children::ids() const {
+  std::vector<int64_t> ids;
+  for (const auto& [pid, id] : running_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 void Children::signal_all(int signal_number) const {

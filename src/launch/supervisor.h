@@ -65,6 +65,8 @@ class Children {
   void add(pid_t pid, int64_t id) { running_[pid] = id; }
   bool empty() const { return running_.empty(); }
   size_t size() const { return running_.size(); }
+  // The ids of the children still running, in order.
+  std::vector<int64_t> ids() const;
   void signal_all(int signal_number) const;
   // A child that has ended, if any, without waiting. Nothing also when this process can wait for
   // no child at all (`lost()` says so: one reaped elsewhere); the children still listed then

@@ -401,6 +401,27 @@ TEST_CASE("a second Ctrl-C stops a ddp job at once and it exits 130 as a single 
   CHECK(result.status == 130);  // was 137: the launcher's own SIGKILL, read as the rank's failure
 }
 
+TEST_CASE(
+    "one Ctrl-C ends a ddp job whose rank is stopped within 10 s, exits 130 and names the ranks "
+    "it killed",
+    "[cli][ddp]") {
+  DdpData data;
+  TempDir dir;
+  BackgroundRun run(long_local_job(data, dir / "out"));
+  REQUIRE(run.wait_for_stderr("epoch 1 batch 3/10", 60));
+  const int rank1 = pid_of_rank(run.stderr_text(), 1);
+  REQUIRE(::kill(rank1, SIGSTOP) == 0);
+  run.signal(SIGINT);
+  // Rank 0 waits for the stopped rank in its next collective, and neither can act on the Ctrl-C:
+  // they went on until parallel.timeout_s (60 s here) and the job exited 137, its launcher's own
+  // kill read as a rank's failure.
+  const auto result = run.finish(40);
+  INFO(result.err);
+  CHECK(result.status == 130);
+  CHECK_THAT(result.err, ContainsSubstring("ddp: stopped on Ctrl-C; rank") &&
+                             ContainsSubstring(" 1 did not stop within 10 s and w"));
+}
+
 TEST_CASE("ddp on cuda:0 (NCCL alone, Gloo with two ranks sharing it) gives single's parameters",
           "[cli][ddp][cuda]") {
   SKIP_WITHOUT_CUDA();
