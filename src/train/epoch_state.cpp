@@ -2,16 +2,8 @@
 
 #include "core/gpu_memory.h"
 #include "core/heap.h"
-#include "core/interrupt.h"
 
 namespace dptrain::train {
-namespace {
-
-// How often ddp ranks vote on a preemption, in optimizer steps.
-constexpr int64_t kPreemptionPollSteps = 16;
-
-}  // namespace
-
 EpochState::EpochState(int64_t epoch, parallel::Backend& backend, const run::ResumePoint* resume,
                        int64_t global_step)
     : index(epoch),
@@ -91,13 +83,6 @@ void EpochState::finish(parallel::Backend& backend, int64_t global_step, const G
     m.train_loss = tally.loss / static_cast<double>(tally.samples);
     m.train_acc = static_cast<double>(tally.correct) / static_cast<double>(tally.samples);
   }
-}
-
-bool preemption_voted(parallel::Backend& backend, int64_t global_step) {
-  if (backend.world_size() > 1 && global_step % kPreemptionPollSteps != 0) return false;
-  std::vector<double> votes = {core::preemption_requested() ? 1.0 : 0.0};
-  backend.all_reduce_sum(votes);
-  return votes[0] > 0;
 }
 
 void measure_memory(parallel::Backend& backend, const torch::optim::Optimizer& optimizer,

@@ -54,12 +54,6 @@ class EpochState {
   core::Stopwatch timer_;
 };
 
-// Whether a scheduler asked this job to stop (SIGTERM, SIGUSR1) by `global_step`, decided
-// together so that every rank stops after the same step: ddp ranks vote every few steps (a vote
-// is an all-reduce that waits for the device, too costly for every step on a GPU); one process
-// reads its flag every step.
-bool preemption_voted(parallel::Backend& backend, int64_t global_step);
-
 // Each rank's optimizer-state, gradient, peak resident and peak GPU bytes, gathered into every
 // rank's record (a collective).
 void measure_memory(parallel::Backend& backend, const torch::optim::Optimizer& optimizer,

@@ -26,6 +26,7 @@
 #include "train/model_file.h"
 #include "train/parameters.h"
 #include "train/precision.h"
+#include "train/preemption_poll.h"
 #include "train/report.h"
 #include "train/run_end.h"
 #include "train/session.h"
@@ -66,15 +67,42 @@ class Training {
     // Checkpoints of local SGD and PowerSGD hold each rank's own state too.
     const uint64_t largest = serialize::largest_file_bytes(model::decode_limits(s_.state_specs)) +
                              run::rank_states_bound(s_.state_specs, s_.backend->world_size());
-    if (const auto checkpoint = agree_on_start_file(*s_.backend, "resume", origin_.resume,
-                                                    "the checkpoint to resume", largest)) {
-      resume_from(*checkpoint);
-    } else if (const auto weights = agree_on_start_file(*s_.backend, "init", origin_.init_from,
-                                                        "the weights to start from", largest)) {
-      copy_into_model(*s_.backend, read_model_file(weights->path, weights->file, s_.state_specs));
-      spdlog::info("initial weights from {}", weights->path.string());
+    std::optional<core::Error> refused;
+    try {
+      if (const auto checkpoint = agree_on_start_file(*s_.backend, "resume", origin_.resume,
+                                                      "the checkpoint to resume", largest)) {
+        resume_from(*checkpoint);
+      } else if (const auto weights = agree_on_start_file(*s_.backend, "init", origin_.init_from,
+                                                          "the weights to start from", largest)) {
+        copy_into_model(*s_.backend, read_model_file(weights->path, weights->file, s_.state_specs));
+        spdlog::info("initial weights from {}", weights->path.string());
+      }
+    } catch (const core::Error& e) {
+      if (s_.backend->world_size() == 1) throw;
+      refused = e;  // each rank reads its own row of a checkpoint: the others must hear of it
     }
+    agree_that_every_rank_began(refused);
     s_.backend->start_at_step(global_step_);
+  }
+
+  // Rank 0 moves an abandoned branch aside and rewrites the run's files once it starts them:
+  // only after every rank took its start. A rank that refused it throws its own error; every
+  // other throws one of the same kind naming it, and the folder stays as it was.
+  void agree_that_every_rank_began(const std::optional<core::Error>& refused) {
+    if (s_.backend->world_size() == 1) return;
+    std::vector<double> codes(static_cast<size_t>(s_.backend->world_size()), 0.0);
+    if (refused)
+      codes[static_cast<size_t>(s_.backend->rank())] = static_cast<int>(refused->code()) + 1;
+    s_.backend->all_reduce_sum(codes);
+    if (refused) throw *refused;
+    for (size_t r = 0; r < codes.size(); ++r) {
+      if (codes[r] == 0) continue;
+      throw core::Error(static_cast<core::ErrorCode>(static_cast<int>(codes[r]) - 1),
+                        "rank " + std::to_string(r) +
+                            " could not take the run's start (its error "
+                            "says why): no rank trained, and the run folder was left as it was",
+                        "see rank " + std::to_string(r) + "'s error above");
+    }
   }
 
   TrainResult run() {
@@ -125,7 +153,7 @@ class Training {
       report_step(e, batches, mb);
       if (config_.train.max_steps > 0 && global_step_ >= config_.train.max_steps) break;
       if (e.m.batches < batches) checkpoint_within(e);
-      if (preemption_voted(backend, global_step_)) {
+      if (preemption_.voted(backend)) {
         e.preempted = true;
         break;
       }
@@ -301,7 +329,8 @@ class Training {
   const bool chatty_;  // rank 0 prints the epoch lines
   LiveProgress live_;
   const std::chrono::system_clock::time_point started_at_ = std::chrono::system_clock::now();
-  int64_t global_step_ = 0;   // optimizer steps taken since the run began
+  int64_t global_step_ = 0;  // optimizer steps taken since the run began
+  PreemptionPoll preemption_;
   run::ResumePoint resumed_;  // where a resumed run went on from (epoch 0 for a new one)
   TrainResult result_;
   run::RunLogs logs_;  // the console's, and rank 0's files once the run starts

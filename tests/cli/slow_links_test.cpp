@@ -4,6 +4,8 @@
 // gone on; settings that cannot combine are refused naming their keys.
 #include "support/catch.h"
 
+#include <map>
+
 #include "support/fixtures.h"
 #include "support/runs.h"
 
@@ -35,6 +37,16 @@ std::vector<torch::Tensor> train_slow_link(const TempDir& dir, const std::string
   INFO(name << ": " << run.err);
   REQUIRE(run.status == 0);
   return load_parameters(dir / name / "model.pt");
+}
+
+// Every file under `folder` and its bytes, every folder by name: what a refused resume must leave.
+std::map<std::string, std::string> folder_bytes(const std::filesystem::path& folder) {
+  std::map<std::string, std::string> all;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+    const std::string name = std::filesystem::relative(entry.path(), folder).string();
+    all[name] = entry.is_directory() ? "(a folder)" : read_bytes(entry.path());
+  }
+  return all;
 }
 
 std::vector<std::string> joined_args(std::vector<std::string> a,
@@ -224,7 +236,9 @@ TEST_CASE(
   CHECK_THAT(powersgd.err,
              ContainsSubstring("holds each rank's local SGD state, and this run uses PowerSGD"));
   // Another optimizer cannot go on from this one's state (momentum here): a config error.
-  const auto adam = resume("adam", 3, joined_args(local, {"--set", "optimizer.name=adam"}));
+  const auto adam =
+      resume("adam", 3,
+             joined_args(local, {"--set", "optimizer.name=adam", "--set", "optimizer.momentum=0"}));
   CHECK(adam.status == 3);
   CHECK_THAT(adam.err, ContainsSubstring("the checkpoint holds the state of optimizer \"sgd\", "
                                          "and this run's optimizer.name is \"adam\"") &&
@@ -266,6 +280,21 @@ TEST_CASE(
   CHECK(short_row.status == 5);
   CHECK_THAT(short_row.err,
              ContainsSubstring("short.pt: a damaged checkpoint: record rank_states/1 holds"));
+  // The same nan in the finished run's own folder, resumed there (a rewind): rank 1 refuses its
+  // row, and rank 0 has moved nothing aside, cut nothing, marked nothing before every rank began.
+  std::filesystem::copy_file(dir / "nan.pt",
+                             dir / "local-3" / "checkpoints" / "epoch-0000-batch-000006.pt",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto before = folder_bytes(dir / "local-3");
+  const auto rewind = run_dptrain(shell_words(slow_link_job(
+      dir, dir / "local-3", 3,
+      joined_args(local,
+                  {"--resume",
+                   (dir / "local-3" / "checkpoints" / "epoch-0000-batch-000006.pt").string()}))));
+  CHECK(rewind.status == 5);
+  CHECK_THAT(rewind.err,
+             ContainsSubstring("rank 1's own state in the checkpoint holds inf or nan"));
+  CHECK(folder_bytes(dir / "local-3") == before);
 
   // PowerSGD's rows are laid out by its settings: another rank, or another bucket size (which
   // keeps a row's length and moves what it holds), is refused by name.
