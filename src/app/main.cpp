@@ -88,7 +88,7 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
 int finish(int status) {
   const std::optional<std::string> problem = core::stdout_problem();
   if (!problem) return status;
-  core::init_logging("info");  // help and usage errors end before logging is set up
+  if (!spdlog::get("dptrain")) core::init_logging("info");  // help and usage errors end before it
   spdlog::error("{}: {}: the results could not all be written",
                 core::code_name(core::ErrorCode::kIo), *problem);
   spdlog::error("hint: write them to a file system with room, or to a pipe");

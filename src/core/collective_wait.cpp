@@ -22,12 +22,13 @@ std::string g_what;  // the collective being waited for
 std::atomic<bool> g_waiting{false};
 std::atomic<Clock::rep> g_since{0};  // when the wait began
 
-// Watches for a notice that a collective keeps from being acted on; never returns.
+// Watches for a notice or a Ctrl-C that a collective keeps from being acted on; never returns.
 [[noreturn]] void watch() {
   std::optional<Clock::time_point> noticed;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (!preemption_requested()) continue;
+    const bool preempted = preemption_requested();
+    if (!preempted && !interrupt_requested()) continue;
     const Clock::time_point now = Clock::now();
     if (!noticed) noticed = now;
     if (!g_waiting) continue;
@@ -38,12 +39,16 @@ std::atomic<Clock::rep> g_since{0};  // when the wait began
       const std::lock_guard<std::mutex> lock(g_mutex);
       what = g_what;
     }
+    // Ctrl-C asked to stop without a checkpoint: 130, as it would have ended between steps.
+    const std::string asked =
+        preempted ? preemption_signal_name() + std::string(" (a preemption notice)") : "Ctrl-C";
     spdlog::error(
-        "distributed error: {} (a preemption notice) came while this rank waited for {}, and {} s "
-        "later it still waits: another rank is stuck or gone; stopping now, without a checkpoint",
-        preemption_signal_name(), what, kStuckAfterNotice.count());
+        "{}{} came while this rank waited for {}, and {} s later it still waits: another rank is "
+        "stuck or gone; stopping now, without a checkpoint",
+        preempted ? "distributed error: " : "interrupted: ", asked, what,
+        kStuckAfterNotice.count());
     spdlog::default_logger()->flush();
-    std::_Exit(exit_status(ErrorCode::kDistributed));
+    std::_Exit(exit_status(preempted ? ErrorCode::kDistributed : ErrorCode::kInterrupted));
   }
 }
 

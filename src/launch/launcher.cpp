@@ -9,7 +9,6 @@
 #include <optional>
 #include <thread>
 
-#include "core/collective_wait.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "distributed/peers.h"
@@ -154,34 +153,28 @@ struct JobEnd {
   int preempted = 0;   // ranks that stopped for a preemption notice, with a checkpoint
   int interrupts = 0;  // Ctrl-Cs the launcher received
   int notices = 0;     // preemption notices the launcher received (and forwarded)
-  // The ranks still running kStuckAfterNotice after a Ctrl-C, which the launcher then killed.
+  // The ranks still running the grace after another stopped on a Ctrl-C, which the launcher then
+  // killed.
   std::vector<int64_t> killed_after_interrupt;
 };
 
 // Waits for every rank, forwarding Ctrl-C and preemption notices. The first failure stops the
 // others (as Ctrl-C asks: SIGTERM would read as a preemption notice), and kills them after the
-// grace: a rank stuck in a collective with the failed one would wait for its timeout. So does a
-// Ctrl-C, after kStuckAfterNotice: a rank that is stopped or stuck never acts on it, and the
-// others would wait for it in their collectives until parallel.timeout_s.
+// grace: a rank stuck in a collective with the failed one would wait for its timeout. After a
+// Ctrl-C, a rank that waits in a collective for a stopped or stuck peer ends itself 130 within
+// kStuckAfterNotice (core/collective_wait.h); the peer, which never acts on it, is then killed
+// here after the grace, and that kill is the Ctrl-C's, not a failure.
 JobEnd supervise(Children& ranks, std::chrono::milliseconds grace) {
   JobEnd end;
   int preemptions = 0;
   bool sent_sigint = false;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
-  std::optional<std::chrono::steady_clock::time_point> interrupt_kill_at;
   while (!ranks.empty()) {
     if (g_interrupts > end.interrupts) {
-      if (end.interrupts == 0) {
-        interrupt_kill_at = std::chrono::steady_clock::now() + core::kStuckAfterNotice;
-      }
       end.interrupts = g_interrupts;
       // A second Ctrl-C means now: as for a single process.
       ranks.signal_all(end.interrupts > 1 ? SIGKILL : SIGINT);
       sent_sigint = true;
-    }
-    if (interrupt_kill_at && std::chrono::steady_clock::now() >= *interrupt_kill_at) {
-      if (end.killed_after_interrupt.empty()) end.killed_after_interrupt = ranks.ids();
-      ranks.signal_all(SIGKILL);
     }
     if (g_preemption_count > preemptions) {
       // Every notice goes on: ranks take it once and finish with a checkpoint; a scheduler that
@@ -206,7 +199,13 @@ JobEnd supervise(Children& ranks, std::chrono::milliseconds grace) {
       }
       continue;
     }
-    if (kill_at && std::chrono::steady_clock::now() >= *kill_at) ranks.signal_all(SIGKILL);
+    if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
+      // Every rank that had ended is reaped by now (a reap goes round the loop again first).
+      if (end.interrupts > 0 && end.killed_after_interrupt.empty()) {
+        end.killed_after_interrupt = ranks.ids();
+      }
+      ranks.signal_all(SIGKILL);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return end;
@@ -227,15 +226,16 @@ int job_status(const JobEnd& end, int world, const std::vector<std::string>& res
     spdlog::warn("ddp: stopped at once on a second Ctrl-C: the ranks were killed");
     return kInterruptedStatus;
   }
-  if (end.interrupts > 0 && !end.killed_after_interrupt.empty()) {
+  const bool only_stops = std::all_of(end.failures.begin(), end.failures.end(),
+                                      [](const Outcome& o) { return o.stopped_by_us; });
+  if (end.interrupts > 0 && !end.killed_after_interrupt.empty() && only_stops) {
     std::string ranks;
     for (const int64_t r : end.killed_after_interrupt) {
       ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
     }
-    spdlog::warn("ddp: stopped on Ctrl-C; rank{} {} did not stop within {} s and {} killed",
-                 end.killed_after_interrupt.size() == 1 ? "" : "s", ranks,
-                 core::kStuckAfterNotice.count(),
-                 end.killed_after_interrupt.size() == 1 ? "was" : "were");
+    const bool one = end.killed_after_interrupt.size() == 1;
+    spdlog::warn("ddp: stopped on Ctrl-C; rank{} {} did not stop, and {} killed", one ? "" : "s",
+                 ranks, one ? "was" : "were");
     return kInterruptedStatus;
   }
   const Outcome& first = culprit(end.failures);

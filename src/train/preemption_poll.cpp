@@ -21,12 +21,15 @@ int64_t steps_to_next_vote(double seconds_summed, int world, int64_t steps) {
 bool PreemptionPoll::voted(parallel::Backend& backend) {
   if (backend.world_size() == 1) return core::preemption_requested();
   if (++steps_since_vote_ < steps_to_vote_) return false;
-  // The seconds are summed with the vote: every rank gets the same sum, so the same next vote.
-  std::vector<double> votes = {core::preemption_requested() ? 1.0 : 0.0, since_vote_.seconds()};
-  backend.all_reduce_sum(votes);
-  steps_to_vote_ = steps_to_next_vote(votes[1], backend.world_size(), steps_since_vote_);
-  steps_since_vote_ = 0;
+  // The time is summed with the vote, in whole microseconds: integers under 2^53 add up to the
+  // same double in any order, so every rank gets the same sum, and the same next vote. The clock
+  // restarts before the vote, so that a rank's wait in it counts towards the next interval.
+  const double micros = std::round(since_vote_.seconds() * 1e6);
   since_vote_ = core::Stopwatch();
+  std::vector<double> votes = {core::preemption_requested() ? 1.0 : 0.0, micros};
+  backend.all_reduce_sum(votes);
+  steps_to_vote_ = steps_to_next_vote(votes[1] / 1e6, backend.world_size(), steps_since_vote_);
+  steps_since_vote_ = 0;
   return votes[0] > 0;
 }
 

@@ -80,6 +80,10 @@ class Training {
     } catch (const core::Error& e) {
       if (s_.backend->world_size() == 1) throw;
       refused = e;  // each rank reads its own row of a checkpoint: the others must hear of it
+    } catch (const std::exception& e) {  // LibTorch's (a device out of memory), bad_alloc
+      if (s_.backend->world_size() == 1) throw;
+      refused = core::Error(core::ErrorCode::kRuntime,
+                            "could not take the run's start: " + std::string(e.what()));
     }
     agree_that_every_rank_began(refused);
     s_.backend->start_at_step(global_step_);
@@ -93,7 +97,12 @@ class Training {
     std::vector<double> codes(static_cast<size_t>(s_.backend->world_size()), 0.0);
     if (refused)
       codes[static_cast<size_t>(s_.backend->rank())] = static_cast<int>(refused->code()) + 1;
-    s_.backend->all_reduce_sum(codes);
+    try {
+      s_.backend->all_reduce_sum(codes);
+    } catch (const core::Error&) {
+      if (refused) throw *refused;  // its own reason, not the peers' going
+      throw;
+    }
     if (refused) throw *refused;
     for (size_t r = 0; r < codes.size(); ++r) {
       if (codes[r] == 0) continue;
