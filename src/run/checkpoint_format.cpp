@@ -106,6 +106,9 @@ void check_model(const std::filesystem::path& path, const json& record,
 // is that optimizer's, and no other can go on from it.
 void check_optimizer(const std::filesystem::path& path, const json& saved,
                      const config::Config& config) {
+  if (!saved.is_object()) {  // a json error: the caller names the record damaged
+    throw json::type_error::create(302, "its config is no object", nullptr);
+  }
   const std::string then = saved.at("optimizer").at("name").get<std::string>();
   const std::string now = config::name_of(config.optimizer.name);
   if (then == now) return;

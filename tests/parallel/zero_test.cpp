@@ -312,8 +312,12 @@ TEST_CASE(
   const std::vector<Case> cases = {
       {"nesterov, 2 micro-batches a step", {Kind::kNesterov, 2, 0, std::nullopt, false}, 0},
       {"adamw under bf16 autocast", {Kind::kAdamW, 1, 0, at::kBFloat16, false}, 0},
-      // Stage 0's clip_grad_norm_ sums squares in float32, ZeRO's over the shards in float64.
-      {"adam, 2 micro-batches, clipped at 0.5", {Kind::kAdam, 2, 0.5, std::nullopt, false}, 1e-5},
+      // Stage 0's clip_grad_norm_ sums squares in float32, ZeRO's over the shards in float64, and
+      // 21 Adam steps carry the clip's last bits on: the float32 sum's rounding depends on the
+      // vector code that does it. Measured, worst over the steps and ranks: under 1e-5 with the
+      // paths a Xeon with AVX-512 picks itself (ATen's AVX2 kernels), 2.9e-5 with ATen's AVX-512
+      // ones (scripts/check.sh isa x86-64-v4); the bound leaves 3.5 times that.
+      {"adam, 2 micro-batches, clipped at 0.5", {Kind::kAdam, 2, 0.5, std::nullopt, false}, 1e-4},
   };
   for (const Case& c : cases) {
     for (const int world : {2, 3}) {
