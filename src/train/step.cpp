@@ -41,16 +41,22 @@ bool take_optimizer_step(Session& s, const std::vector<torch::Tensor>& params, d
 
 double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm,
                           parallel::Backend& backend) {
-  if (!backend.shards_optimizer()) return torch::nn::utils::clip_grad_norm_(params, max_norm);
-  // A shard's norm says nothing alone: the squares are summed over the ranks (the padding is zero
-  // and adds none), in float64 so that the order of the sums hardly matters.
+  // clip_grad_norm_'s rule and epsilon, with the squares summed in float64 on every backend: a
+  // shard's norm says nothing alone, so ZeRO sums the ranks' (the padding is zero and adds none),
+  // and an unsharded run summing the same squares in float64 clips by the same coefficient but
+  // for the order of float64 sums. LibTorch's clip_grad_norm_ sums in float32, whose rounding
+  // hangs on the CPU's vector code: ZeRO's Adam steps drifted 2e-4 from stage 0's within 18
+  // steps with ATen's AVX-512 kernels. One sum on the device, one read: no sync per tensor.
   torch::NoGradGuard no_grad;
-  double squares = 0;
+  torch::Tensor squares;
   for (const auto& p : params) {
-    if (p.grad().defined()) squares += p.grad().to(torch::kFloat64).square().sum().item<double>();
+    if (!p.grad().defined()) continue;
+    const torch::Tensor s = p.grad().to(torch::kFloat64).square().sum();
+    squares = squares.defined() ? squares + s : s;
   }
-  const double norm = std::sqrt(backend.sum_over_shards(squares));
-  // clip_grad_norm_'s rule and epsilon.
+  const double local = squares.defined() ? squares.item<double>() : 0.0;
+  const double norm =
+      std::sqrt(backend.shards_optimizer() ? backend.sum_over_shards(local) : local);
   const double coefficient = max_norm / (norm + 1e-6);
   if (coefficient < 1) {
     for (const auto& p : params) {

@@ -29,8 +29,8 @@ MicroBatchOutput accumulate_micro_batch(Session& s, const torch::Tensor& images,
 bool take_optimizer_step(Session& s, const std::vector<torch::Tensor>& params, double lr);
 
 // Scales the gradients of `params` so that their norm over every rank's shard is at most
-// `max_norm`, as clip_grad_norm_ does unsharded (which it is, when the backend shards nothing);
-// returns the norm before clipping. Every rank calls it.
+// `max_norm`, by clip_grad_norm_'s rule with the squares summed in float64 (whether the backend
+// shards or not, so that both clip alike); returns the norm before clipping. Every rank calls it.
 double clip_gradient_norm(const std::vector<torch::Tensor>& params, double max_norm,
                           parallel::Backend& backend);
 
