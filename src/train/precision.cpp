@@ -41,7 +41,7 @@ void use_bf16_kernels_that_run_here() {
     try {
       const auto x = torch::ones({1, 1, 3, 3}, torch::kBFloat16);
       (void)torch::conv2d(x, torch::ones({1, 1, 3, 3}, torch::kBFloat16));
-    } catch (const c10::Error&) {
+    } catch (const std::exception&) {  // oneDNN's own dnnl::error, not LibTorch's c10::Error
       at::globalContext().setUserEnabledMkldnn(false);
       spdlog::warn(
           "oneDNN runs no bfloat16 convolution at the instruction set it is held to here: "
