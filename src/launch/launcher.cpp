@@ -188,8 +188,10 @@ JobEnd supervise(Children& ranks, std::chrono::milliseconds grace) {
         ++end.preempted;  // the others stop after the same step: their vote was collective
       } else if (ended->status != 0) {
         const auto& killed = end.killed_after_interrupt;
-        ended->stopped_by_us = (sent_sigint && ended->status == kInterruptedStatus) ||
-                               std::find(killed.begin(), killed.end(), ended->rank) != killed.end();
+        ended->stopped_by_us =
+            (sent_sigint && ended->status == kInterruptedStatus) ||
+            (ended->status == 128 + SIGKILL &&  // not one that ended itself as the list was made
+             std::find(killed.begin(), killed.end(), ended->rank) != killed.end());
         end.failures.push_back(*ended);
         if (!kill_at) {
           if (end.interrupts == 0) ranks.signal_all(SIGINT);
@@ -200,7 +202,7 @@ JobEnd supervise(Children& ranks, std::chrono::milliseconds grace) {
       continue;
     }
     if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
-      // Every rank that had ended is reaped by now (a reap goes round the loop again first).
+      // A rank that ends itself while this list is made is told apart by its status (not 137).
       if (end.interrupts > 0 && end.killed_after_interrupt.empty()) {
         end.killed_after_interrupt = ranks.ids();
       }
