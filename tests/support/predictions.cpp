@@ -65,4 +65,16 @@ PredictionAgreement agreement(const std::vector<std::vector<double>>& ours,
   return a;
 }
 
+PredictionAgreement check_same_predictions(const std::vector<std::vector<double>>& ours,
+                                           const std::vector<std::vector<double>>& theirs,
+                                           int64_t most_near_ties) {
+  const PredictionAgreement same = agreement(ours, theirs, /*tie=*/1e-4);
+  INFO("largest difference of a probability " << same.largest_difference << ", near ties "
+                                              << same.near_ties);
+  CHECK(same.largest_difference < 1e-5);
+  CHECK(same.disagreeing == 0);
+  CHECK(same.near_ties < most_near_ties);
+  return same;
+}
+
 }  // namespace dptrain::testing

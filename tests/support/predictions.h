@@ -26,4 +26,11 @@ struct PredictionAgreement {
 PredictionAgreement agreement(const std::vector<std::vector<double>>& ours,
                               const std::vector<std::vector<double>>& theirs, double tie);
 
+// The checks both round-trip tests make of `theirs` (PyTorch's probabilities): every probability
+// within 1e-5 of ours, the same class wherever their two likeliest are 1e-4 apart, and fewer near
+// ties than `most_near_ties`. The agreement, for the caller's own checks.
+PredictionAgreement check_same_predictions(const std::vector<std::vector<double>>& ours,
+                                           const std::vector<std::vector<double>>& theirs,
+                                           int64_t most_near_ties);
+
 }  // namespace dptrain::testing
