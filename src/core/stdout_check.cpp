@@ -77,9 +77,8 @@ std::optional<std::string> stdout_problem() {
   errno = 0;
   const bool c_flushed = std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
   const int c_error = errno;
-  const int error = g_checked != nullptr && g_checked->first_error() != 0 ? g_checked->first_error()
-                    : c_flushed                                           ? 0
-                                                                          : c_error;
+  int error = g_checked != nullptr ? g_checked->first_error() : 0;  // std::cout's first
+  if (error == 0 && !c_flushed) error = c_error;                    // else C stdio's
   if (error == 0 && c_flushed) return std::nullopt;
   if (error == EPIPE) return std::nullopt;
   std::error_code ignored;

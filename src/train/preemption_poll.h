@@ -1,10 +1,11 @@
 // When ddp's ranks vote on a preemption notice (SIGTERM, SIGUSR1), so that all of them stop after
 // the same step. A vote is an all-reduce that waits for the device, too costly for every step of
 // a GPU's millisecond steps, and a count of steps between votes is no time: ResNet-18's 1.3 s steps
-// on a CPU made 16 of them 21 s, close to the 30 s SLURM leaves before its SIGKILL. So the ranks
-// vote every kMostStepsBetweenVotes steps, or sooner where those would take more than
-// kVoteSeconds: each vote also sums how long each rank took since the last, and from that mean
-// every rank works out the same number of steps to the next one.
+// on a CPU (the hostile review's figure) left notices unanswered for 13 to 17 s, close to the 30 s
+// SLURM leaves before its SIGKILL. So the ranks vote every kMostStepsBetweenVotes steps, or
+// sooner where those would take more than kVoteSeconds: each vote also sums how long each rank
+// took since the last, and from that mean every rank works out the same number of steps to the
+// next one.
 #pragma once
 
 #include <cstdint>

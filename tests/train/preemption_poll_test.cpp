@@ -15,7 +15,7 @@ TEST_CASE("the ranks vote on a preemption every 16 steps, or every 2 s where ste
           "[train]") {
   CHECK(kVoteSeconds == 2.0);
   CHECK(kMostStepsBetweenVotes == 16);
-  // ResNet-18 on a CPU, 1.3 s a step on each of 2 ranks: every step votes (16 steps were 21 s).
+  // ResNet-18 on a CPU, 1.3 s a step on each of 2 ranks: every step votes, not every 16th.
   CHECK(steps_to_next_vote(/*seconds_summed=*/2 * 1.3, /*world=*/2, /*steps=*/1) == 1);
   // 0.15 s a step: 13 steps (1.95 s) to the next vote; LeNet's 30 ms: 16 (0.48 s).
   CHECK(steps_to_next_vote(4 * 16 * 0.15, 4, 16) == 13);
