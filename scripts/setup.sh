@@ -17,6 +17,7 @@ packages=(
   iproute2  # the tests' test hosts (network namespaces)
   python3-protobuf python3-crc32c
   gnuplot-nox  # compare --plot's SVG curves
+  strace  # the tests' kills at an exact system call (a rewind killed at each rename)
   "$@"
 )
 

@@ -323,9 +323,12 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
     throw;
   }
   // The rename itself reaches the disk only with its folder.
-  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
-  Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() >= 0) ::fsync(dir.get());
+  sync_folder(path.has_parent_path() ? path.parent_path() : ".");
+}
+
+void sync_folder(const std::filesystem::path& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() >= 0) ::fsync(fd.get());
 }
 
 AppendFile::AppendFile(std::filesystem::path path, Open how, unsigned mode)

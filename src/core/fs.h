@@ -73,6 +73,10 @@ void ensure_own_folder(const std::filesystem::path& dir, const std::string& what
 void write_file_atomic(const std::filesystem::path& path, const std::string& contents,
                        unsigned mode = 0644);
 
+// Flushes `dir`'s entries to disk: a rename into or out of it, or an unlink there, reaches the
+// disk only with its folder. Best effort: a folder that cannot be opened is left as it is.
+void sync_folder(const std::filesystem::path& dir);
+
 // A file that grows by whole appends, for records a reader follows while they are written (an
 // event file TensorBoard watches). Opened never through a link; each append is one write(2) and
 // reaches readers at once (no fsync: a crash may cut the last record, which its format detects).

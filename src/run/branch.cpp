@@ -1,6 +1,7 @@
 #include "run/branch.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 #include <cerrno>
@@ -14,38 +15,17 @@
 #include "core/wall_clock.h"
 #include "run/checkpoints.h"
 #include "run/layout.h"
+#include "run/rewind_record.h"
 
 namespace dptrain::run {
 namespace {
 
-// A folder of its own, made here (never one that was there before: a planted link or another
-// branch's files), named for the time of the rewind.
-std::filesystem::path new_abandoned_folder(const std::filesystem::path& parent) {
-  const std::string base = "abandoned-" + core::local_timestamp();
-  for (int i = 0;; ++i) {
-    const std::filesystem::path dir = parent / (i == 0 ? base : base + "-" + std::to_string(i));
-    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
-    if (errno != EEXIST) {
-      throw core::Error(core::ErrorCode::kIo,
-                        dir.string() + ": cannot make a folder for the abandoned branch's files: " +
-                            std::strerror(errno),
-                        "check the folder's permissions and free space");
-    }
-  }
-}
-
-void move_into(const std::vector<std::filesystem::path>& files, const std::filesystem::path& dir) {
-  for (const auto& file : files) {
-    std::error_code ec;
-    std::filesystem::rename(file, dir / file.filename(), ec);
-    if (ec) {
-      throw core::Error(
-          core::ErrorCode::kIo,
-          file.string() + ": cannot move it aside into " + dir.string() + ": " + ec.message(),
-          "move it yourself, then resume again");
-    }
-  }
-}
+// What the abandoned branch wrote later than the point a rewind goes back to.
+struct LaterFiles {
+  std::vector<std::filesystem::path> checkpoints;  // and best.pt, when it is later
+  std::vector<std::filesystem::path> results;      // of a run the abandoned branch finished
+  size_t count() const { return checkpoints.size() + results.size(); }
+};
 
 // best.pt, when the abandoned branch wrote it: later than the resume point.
 bool best_is_later(const std::filesystem::path& best, Position position) {
@@ -59,6 +39,95 @@ bool best_is_later(const std::filesystem::path& best, Position position) {
   }
 }
 
+// Worked out from the folders alone, so that a killed rewind's next start, which finishes the
+// move, finds what is left of the same files. The results go aside with the checkpoints: once a
+// rewind is recorded they are the abandoned branch's, whatever is left of its checkpoints.
+LaterFiles later_files(const std::filesystem::path& output_dir,
+                       const std::filesystem::path& checkpoint_dir, Position position) {
+  LaterFiles later;
+  later.checkpoints = checkpoints_after(checkpoint_dir, position);
+  if (best_is_later(checkpoint_dir / kBestCheckpoint, position)) {
+    later.checkpoints.push_back(checkpoint_dir / kBestCheckpoint);
+  }
+  for (const char* name : {kSummaryFile, kModelFile}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(output_dir / name, ec))) {
+      later.results.push_back(output_dir / name);
+    }
+  }
+  return later;
+}
+
+// A name for a folder of set aside files, taken by nothing yet in either folder, after the time
+// of the rewind.
+std::string free_abandoned_name(const std::filesystem::path& checkpoint_dir,
+                                const std::filesystem::path& output_dir) {
+  const std::string base = "abandoned-" + core::local_timestamp();
+  for (int i = 0;; ++i) {
+    const std::string name = i == 0 ? base : base + "-" + std::to_string(i);
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(checkpoint_dir / name, ec)) &&
+        !std::filesystem::exists(std::filesystem::symlink_status(output_dir / name, ec))) {
+      return name;
+    }
+  }
+}
+
+// The record's folder: made here, or one an interrupted move made (a folder of this user's,
+// never a link: nothing is moved anywhere else).
+void make_aside_folder(const std::filesystem::path& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return;
+  const int made = errno;
+  struct stat st {};
+  if (made == EEXIST && ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == ::geteuid()) {
+    return;
+  }
+  throw core::Error(
+      core::ErrorCode::kIo,
+      dir.string() + ": cannot make a folder for the abandoned branch's files: " +
+          (made == EEXIST ? std::string("something else is there") : std::strerror(made)),
+      "check the folder's permissions and free space, then resume again");
+}
+
+void move_into(const std::vector<std::filesystem::path>& files, const std::filesystem::path& dir) {
+  if (files.empty()) return;
+  make_aside_folder(dir);
+  for (const auto& file : files) {
+    std::error_code ec;
+    std::filesystem::rename(file, dir / file.filename(), ec);
+    if (ec) {
+      throw core::Error(
+          core::ErrorCode::kIo,
+          file.string() + ": cannot move it aside into " + dir.string() + ": " + ec.message(),
+          "move it yourself, then resume again");
+    }
+  }
+  // On disk before the record goes: a crash then cannot leave files back where they were with
+  // no record to move them again.
+  core::sync_folder(dir);
+  core::sync_folder(files.front().parent_path());
+}
+
+// Moves what `record` sets aside, then removes the record.
+void carry_out(const std::filesystem::path& output_dir, const std::filesystem::path& checkpoint_dir,
+               const RewindRecord& record, const LaterFiles& later) {
+  move_into(later.checkpoints, checkpoint_dir / record.aside);
+  move_into(later.results, output_dir / record.aside);
+  remove_rewind_record(output_dir);
+}
+
+std::string moved_text(const std::filesystem::path& output_dir,
+                       const std::filesystem::path& checkpoint_dir, const RewindRecord& record,
+                       const LaterFiles& later) {
+  std::string text = std::to_string(later.checkpoints.size()) + " later checkpoint(s) of the " +
+                     "abandoned branch to " + (checkpoint_dir / record.aside).string();
+  if (!later.results.empty()) {
+    text += ", and its results to " + (output_dir / record.aside).string();
+  }
+  return text;
+}
+
 }  // namespace
 
 bool is_abandoned_folder_name(const std::string& name) {
@@ -67,32 +136,32 @@ bool is_abandoned_folder_name(const std::string& name) {
 }
 
 int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
-                               const std::filesystem::path& checkpoint_dir, Position position) {
-  std::vector<std::filesystem::path> checkpoints = checkpoints_after(checkpoint_dir, position);
-  if (best_is_later(checkpoint_dir / kBestCheckpoint, position)) {
-    checkpoints.push_back(checkpoint_dir / kBestCheckpoint);
-  }
-  if (checkpoints.empty()) return 0;
-  const std::filesystem::path aside = new_abandoned_folder(checkpoint_dir);
-  move_into(checkpoints, aside);
-  std::vector<std::filesystem::path> results;  // of a run the abandoned branch finished
-  for (const char* name : {kSummaryFile, kModelFile}) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(output_dir / name, ec))) {
-      results.push_back(output_dir / name);
-    }
-  }
-  std::string also;
-  if (!results.empty()) {
-    const std::filesystem::path results_aside = new_abandoned_folder(output_dir);
-    move_into(results, results_aside);
-    also = ", and its results to " + results_aside.string();
-  }
+                               const std::filesystem::path& checkpoint_dir,
+                               const std::filesystem::path& resume, Position position) {
+  const LaterFiles later = later_files(output_dir, checkpoint_dir, position);
+  if (later.checkpoints.empty()) return 0;  // no rewind: the results are this branch's
+  RewindRecord record;
+  record.resume = std::filesystem::absolute(resume);
+  record.after = position;
+  record.aside = free_abandoned_name(checkpoint_dir, output_dir);
+  // From here on the rewind is the run's branch, whatever stops this process.
+  write_rewind_record(output_dir, record);
+  carry_out(output_dir, checkpoint_dir, record, later);
+  spdlog::info("resuming from an earlier checkpoint starts a new branch of the run: moved the {}",
+               moved_text(output_dir, checkpoint_dir, record, later));
+  return static_cast<int>(later.count());
+}
+
+int finish_interrupted_rewind(const std::filesystem::path& output_dir,
+                              const std::filesystem::path& checkpoint_dir) {
+  const auto record = pending_rewind(output_dir);
+  if (!record) return 0;
+  const LaterFiles later = later_files(output_dir, checkpoint_dir, record->after);
+  carry_out(output_dir, checkpoint_dir, *record, later);
   spdlog::info(
-      "resuming from an earlier checkpoint starts a new branch of the run: moved the "
-      "{} later checkpoint(s) of the abandoned branch to {}{}",
-      checkpoints.size(), aside.string(), also);
-  return static_cast<int>(checkpoints.size() + results.size());
+      "finished the rewind to {} that was stopped while it set the old branch aside: moved {}",
+      record->resume.string(), moved_text(output_dir, checkpoint_dir, *record, later));
+  return static_cast<int>(later.count());
 }
 
 }  // namespace dptrain::run

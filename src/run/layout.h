@@ -18,6 +18,7 @@ inline constexpr char kSummaryFile[] = "summary.json";  // a finished run's figu
 inline constexpr char kModelFile[] = "model.pt";        // the final weights, a state_dict
 inline constexpr char kCheckpointFolder[] = "checkpoints";
 inline constexpr char kBestCheckpoint[] = "best.pt";
+inline constexpr char kRewindFile[] = "rewind.json";  // a rewind under way (rewind_record.h)
 
 // checkpoint.dir/<run id>, or <output>/checkpoints when checkpoint.dir is empty.
 std::filesystem::path checkpoint_dir(const config::Config& config,

@@ -6,6 +6,7 @@
 #include "run/checkpoint_format.h"
 #include "run/checkpoints.h"
 #include "run/layout.h"
+#include "run/rewind_record.h"
 
 namespace dptrain::run {
 namespace {
@@ -59,12 +60,33 @@ std::optional<std::filesystem::path> where_it_began(const RunRecord& record,
   return began;
 }
 
-// The checkpoint --resume names: a file, or for "auto" the newest in the run's checkpoint folder
-// (none there: where_it_began), which must be of the folder's own run.
+// --resume auto where a rewind was killed while it set the old branch aside: the checkpoint the
+// rewind went back to, which this start goes on from once it has finished the move
+// (RunFiles::begin), never what is left of the old branch.
+std::filesystem::path interrupted_rewind_point(const RewindRecord& rewind, RunFolder& folder) {
+  const std::filesystem::path record = folder.dir / kRewindFile;
+  if (!std::filesystem::is_regular_file(rewind.resume)) {
+    throw core::Error(core::ErrorCode::kIo,
+                      rewind.resume.string() + ": no such checkpoint, where the rewind that " +
+                          record.string() + " records went back to",
+                      "resume by name (--resume FILE): the rewind's moves are finished first");
+  }
+  spdlog::info(
+      "--resume auto: {} records a rewind that was stopped while it set the old branch aside; "
+      "going on from {}, where it went back to",
+      record.string(), rewind.resume.string());
+  return named_resume_point(rewind.resume, folder);
+}
+
+// The checkpoint --resume names: a file, or for "auto" an interrupted rewind's, else the newest in
+// the run's checkpoint folder (none there: where_it_began), which must be of the folder's own run.
 std::optional<std::filesystem::path> resume_point(const OriginRequest& request,
                                                   const config::Config& config, RunFolder& folder) {
   if (!request.resume || folder.replaces_earlier) return std::nullopt;
   if (*request.resume != "auto") return named_resume_point(*request.resume, folder);
+  if (const auto rewind = pending_rewind(folder.dir)) {
+    return interrupted_rewind_point(*rewind, folder);
+  }
   const std::string& id = folder.record.run_id;
   const std::filesystem::path dir = checkpoint_dir(config, folder.dir, id);
   const auto latest = latest_checkpoint(dir);

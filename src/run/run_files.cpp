@@ -33,13 +33,17 @@ void RunFiles::begin(const std::optional<Position>& resumed) {
     }
   }
   if (origin_.replace_earlier) remove_earlier_run(dir_, config_);
+  // A rewind killed while it set the old branch aside is finished before anything else: it was
+  // the run's branch from the moment its record was written.
+  finish_interrupted_rewind(dir_, checkpoints);
   if (origin_.resume) {
     // A checkpoint from outside the run's folder (the run it began from, an abandoned branch's
     // folder) begins a history of its own: every checkpoint there is of another.
     std::error_code ec;
     const bool own = std::filesystem::weakly_canonical(origin_.resume->parent_path(), ec) ==
                      std::filesystem::weakly_canonical(checkpoints, ec);
-    set_aside_abandoned_branch(dir_, checkpoints, own && resumed ? *resumed : Position{-1, -1});
+    set_aside_abandoned_branch(dir_, checkpoints, *origin_.resume,
+                               own && resumed ? *resumed : Position{-1, -1});
   }
   write_run_file(dir_, origin_.run);
   write_run_state(dir_, RunState::kRunning);

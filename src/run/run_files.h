@@ -21,9 +21,9 @@ class RunFiles {
            const RunOrigin& origin);
 
   // Once training can start, from `resumed` (nothing: the beginning): what a killed run left
-  // half-written goes; --overwrite's earlier run goes; a resume from an earlier checkpoint sets
-  // the abandoned branch aside (run/branch.h); then run.json, state.json (running) and
-  // config.json.
+  // half-written goes; --overwrite's earlier run goes; a rewind that was killed while it set an
+  // abandoned branch aside is finished, and a resume from an earlier checkpoint sets the
+  // abandoned branch aside (run/branch.h); then run.json, state.json (running) and config.json.
   void begin(const std::optional<Position>& resumed);
   bool begun() const { return begun_; }
 

@@ -1,0 +1,37 @@
+// The record of a rewind under way (run/branch.h): written and flushed to disk before the first
+// file of the abandoned branch moves, removed once the last one has. It makes the choice of the
+// branch one atomic step: a run killed while it moved the branch aside leaves the record, and the
+// next start in the folder finishes the move before anything else, and with --resume auto goes on
+// from the checkpoint the rewind named. It names folders and a position, never files: the moves
+// are worked out again from the folder, so that a record someone else wrote can move nothing but
+// the checkpoints and results that the rewind's own rule sets aside.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "run/resume_point.h"
+
+namespace dptrain::run {
+
+struct RewindRecord {
+  std::filesystem::path resume;  // the checkpoint the rewind goes on from (absolute)
+  Position after;                // what the abandoned branch wrote later than this goes aside
+  // The abandoned-<time> folder it moves into: in the checkpoint folder for the checkpoints,
+  // in the run folder for the results (each made only when it has files to hold).
+  std::string aside;
+};
+
+// Written atomically into the run folder `dir` (kRewindFile), flushed to disk.
+void write_rewind_record(const std::filesystem::path& dir, const RewindRecord& record);
+
+// The record a killed rewind left in `dir`, if any; an I/O error naming the file (and a hint)
+// when it is not one that write_rewind_record wrote.
+std::optional<RewindRecord> pending_rewind(const std::filesystem::path& dir);
+
+// Removes the record once its moves are done, and flushes the folder: from then on the move is
+// finished for every later start.
+void remove_rewind_record(const std::filesystem::path& dir);
+
+}  // namespace dptrain::run

@@ -1,0 +1,191 @@
+// A rewind killed (SIGKILL) at any point while it sets the old branch aside. Its record
+// (run/rewind_record.h) is the one atomic step: killed before it is on disk, the folder is exactly
+// as it was and the old branch goes on; killed at any later rename, or as the record goes,
+// `--resume auto` finishes the move and goes on with the rewound branch, ending bit-equal to the
+// same rewind left alone, with every file of the abandoned branch in one folder. The kills are
+// strace's (`-e inject=...:signal=KILL:when=N`), which stop the process on its Nth rename's entry,
+// before the rename happens.
+#include "support/catch.h"
+
+#include <map>
+#include <regex>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+#include "support/runs.h"
+
+using namespace dptrain::testing;
+
+namespace {
+
+// 600 real images in batches of 30: two epochs of 20 steps, a checkpoint every 5 (all kept).
+std::vector<std::string> branch_job(const TempDir& dir, const std::filesystem::path& out,
+                                    const std::vector<std::string>& more = {}) {
+  std::vector<std::string> extra = {"--set", "parallel.devices=cpu",
+                                    "--set", "checkpoint.every_steps=5",
+                                    "--set", "checkpoint.keep_last=0"};
+  extra.insert(extra.end(), more.begin(), more.end());
+  return momentum_sgd_job(dir / "data", extra, out);
+}
+
+// The rewind: back to step 10 of the finished run, with another learning rate.
+std::vector<std::string> rewind_of(const TempDir& dir, const std::filesystem::path& run,
+                                   const std::string& resume) {
+  auto args = branch_job(dir, run, {"--set", "optimizer.lr=0.03"});
+  args.insert(args.end(), {"--resume", resume});
+  return args;
+}
+
+// Every file under `dir` and its bytes (a write_file_atomic temporary left by a kill aside).
+std::map<std::string, std::string> folder_bytes(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = std::filesystem::relative(e.path(), dir).string();
+    if (name.find(".tmp.") != std::string::npos) continue;
+    files[name] = e.is_regular_file() ? read_bytes(e.path()) : std::string("<folder>");
+  }
+  return files;
+}
+
+// dptrain under strace; the shell's status: 137 when strace's injection killed it.
+ProcessResult run_traced(const std::vector<std::string>& strace_options,
+                         const std::vector<std::string>& args) {
+  std::vector<std::string> words = {"\"$0\" \"$@\"; exit $?", "strace", "-f", "-qq", "-s", "4096"};
+  words.insert(words.end(), strace_options.begin(), strace_options.end());
+  words.push_back(DPTRAIN_BINARY);
+  words.insert(words.end(), args.begin(), args.end());
+  return run_program("/bin/sh", "-c " + shell_words(words));
+}
+
+struct Rename {
+  std::string from, to;
+};
+
+// The renames of the process that wrote the rewind's record, in order, from strace's log.
+std::vector<Rename> renames_of_rewind(const std::string& log) {
+  static const std::regex kLine(
+      R"re(^(\d+) +rename(?:at2?)?\((?:AT_FDCWD, )?"([^"]*)", (?:AT_FDCWD, )?"([^"]*)")re");
+  std::map<std::string, std::vector<Rename>> by_pid;
+  std::string writer;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kLine)) continue;
+    by_pid[m[1]].push_back({m[2], m[3]});
+    if (std::filesystem::path(m[3].str()).filename() == "rewind.json") writer = m[1];
+  }
+  REQUIRE_FALSE(writer.empty());
+  return by_pid[writer];
+}
+
+std::vector<std::filesystem::path> folders_named_abandoned(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("abandoned-", 0) == 0) found.push_back(e.path());
+  }
+  return found;
+}
+
+// The train_loss of each epoch in metrics.jsonl.
+std::vector<double> train_losses(const std::filesystem::path& run) {
+  std::vector<double> losses;
+  for (const auto& m : metrics_of(run)) losses.push_back(m.at("train_loss").get<double>());
+  return losses;
+}
+
+// A killed rewind's folder once --resume auto has gone on with it: the rewound branch's model
+// and epochs, no record left, and the whole abandoned branch in one folder of each kind.
+void check_rewound(const std::filesystem::path& run, const std::filesystem::path& original,
+                   const std::vector<torch::Tensor>& reference,
+                   const std::vector<double>& reference_losses) {
+  CHECK_FALSE(std::filesystem::exists(run / "rewind.json"));
+  CHECK(max_relative_difference(load_parameters(run / "model.pt"), reference) == 0);
+  CHECK(train_losses(run) == reference_losses);
+  const auto aside = folders_named_abandoned(run / "checkpoints");
+  REQUIRE(aside.size() == 1);
+  for (const char* name :
+       {"epoch-0000-batch-000015.pt", "epoch-0001.pt", "epoch-0001-batch-000005.pt",
+        "epoch-0001-batch-000010.pt", "epoch-0001-batch-000015.pt", "epoch-0002.pt"}) {
+    CHECK(read_bytes(aside[0] / name) == read_bytes(original / "checkpoints" / name));
+  }
+  const auto results_aside = folders_named_abandoned(run);
+  REQUIRE(results_aside.size() == 1);
+  for (const char* name : {"model.pt", "summary.json"}) {
+    CHECK(read_bytes(results_aside[0] / name) == read_bytes(original / name));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a rewind killed at any rename while it sets the old branch aside goes on with the rewound "
+    "branch under --resume auto once its record is written, and leaves the folder as it was "
+    "before",
+    "[cli][resume][rewind][slow]") {
+  REQUIRE(run_program("/bin/sh", "-c 'command -v strace'").status == 0);  // scripts/setup.sh's
+  TempDir dir;
+  write_real_subset(dir / "data", 600, 60);
+  const auto original = dir / "original";
+  REQUIRE(run_dptrain(shell_words(branch_job(dir, original))).status == 0);
+  const std::string back_to = "epoch-0000-batch-000010.pt";
+  const auto fresh_copy = [&](const std::string& name) {
+    const auto run = dir / name;
+    std::filesystem::copy(original, run, std::filesystem::copy_options::recursive);
+    return run;
+  };
+
+  // The rewind left alone, traced: the reference, and the renames a kill may come before.
+  const auto whole = fresh_copy("whole");
+  const auto log = dir / "renames.log";
+  const auto traced = run_traced({"-o", log.string(), "-e", "trace=rename,renameat,renameat2"},
+                                 rewind_of(dir, whole, (whole / "checkpoints" / back_to).string()));
+  INFO(traced.err);
+  REQUIRE(traced.status == 0);
+  const std::vector<Rename> renames = renames_of_rewind(dptrain::core::read_text_file(log));
+  size_t record = 0, last_move = 0;
+  for (size_t i = 0; i < renames.size(); ++i) {
+    if (std::filesystem::path(renames[i].to).filename() == "rewind.json") record = i + 1;
+    if (renames[i].to.find("/abandoned-") != std::string::npos) last_move = i + 1;
+  }
+  // The record first, then the 6 later checkpoints (steps 15 to 40) and the 2 results.
+  REQUIRE(record > 0);
+  REQUIRE(last_move == record + 8);
+  CHECK_FALSE(std::filesystem::exists(whole / "rewind.json"));
+  const auto reference = load_parameters(whole / "model.pt");
+  const auto reference_losses = train_losses(whole);
+  REQUIRE(reference_losses.size() == 2);
+  CHECK(reference_losses != train_losses(original));  // another lr: another branch
+
+  const auto before = folder_bytes(original);
+  // Killed before each rename up to the last move, then as the record is removed (-P: the
+  // unlinks of that file alone).
+  for (size_t n = 1; n <= last_move + 1; ++n) {
+    const bool at_removal = n > last_move;
+    CAPTURE(n, at_removal);
+    const auto run = fresh_copy("killed-" + std::to_string(n));
+    const std::string calls = at_removal ? "unlink,unlinkat" : "rename,renameat,renameat2";
+    std::vector<std::string> options = {
+        "-o", "/dev/null",
+        "-e", "trace=" + calls,
+        "-e", "inject=" + calls + ":signal=KILL:when=" + std::to_string(at_removal ? 1 : n)};
+    if (at_removal) options.insert(options.end(), {"-P", (run / "rewind.json").string()});
+    const auto killed =
+        run_traced(options, rewind_of(dir, run, (run / "checkpoints" / back_to).string()));
+    INFO(killed.err);
+    REQUIRE(killed.status == 137);
+    if (n <= record) {  // the record is not on disk: nothing has changed
+      CHECK_FALSE(std::filesystem::exists(run / "rewind.json"));
+      CHECK(folder_bytes(run) == before);
+      continue;
+    }
+    REQUIRE(std::filesystem::exists(run / "rewind.json"));
+    auto resume = branch_job(dir, run, {"--set", "optimizer.lr=0.03"});
+    resume.insert(resume.end(), {"--resume", "auto"});
+    const auto resumed = run_dptrain(shell_words(resume));
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK_THAT(resumed.err,
+               ContainsSubstring("going on from " + (run / "checkpoints" / back_to).string()));
+    check_rewound(run, original, reference, reference_losses);
+  }
+}
