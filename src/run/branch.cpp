@@ -1,10 +1,12 @@
 #include "run/branch.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <regex>
 #include <string>
@@ -87,20 +89,22 @@ void make_aside_folder(const std::filesystem::path& dir) {
       core::ErrorCode::kIo,
       dir.string() + ": cannot make a folder for the abandoned branch's files: " +
           (made == EEXIST ? std::string("something else is there") : std::strerror(made)),
-      "check the folder's permissions and free space, then resume again");
+      "check the folder's permissions and free space (or move what is there "
+      "aside), then resume again");
 }
 
 void move_into(const std::vector<std::filesystem::path>& files, const std::filesystem::path& dir) {
   if (files.empty()) return;
   make_aside_folder(dir);
   for (const auto& file : files) {
-    std::error_code ec;
-    std::filesystem::rename(file, dir / file.filename(), ec);
-    if (ec) {
-      throw core::Error(
-          core::ErrorCode::kIo,
-          file.string() + ": cannot move it aside into " + dir.string() + ": " + ec.message(),
-          "move it yourself, then resume again");
+    // Never over a file of that name already there (an earlier branch's, in a folder a record
+    // someone else wrote names): nothing of any branch is lost.
+    const std::filesystem::path to = dir / file.filename();
+    if (::renameat2(AT_FDCWD, file.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {
+      throw core::Error(core::ErrorCode::kIo,
+                        file.string() + ": cannot move it aside into " + dir.string() + ": " +
+                            std::strerror(errno),
+                        "move it yourself (or what has its name there), then resume again");
     }
   }
   // On disk before the record goes: a crash then cannot leave files back where they were with

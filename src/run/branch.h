@@ -23,7 +23,7 @@ int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
                                const std::filesystem::path& checkpoint_dir,
                                const std::filesystem::path& resume, Position position);
 
-// Rank 0, before anything else changes in a run folder it starts in: finishes the move of a
+// Rank 0, before it trains in a run folder (once every rank could start): finishes the move of a
 // rewind that was killed while it set the old branch aside, if its record is there. Returns how
 // many files it moved.
 int finish_interrupted_rewind(const std::filesystem::path& output_dir,

@@ -66,6 +66,8 @@ void remove_earlier_run(const std::filesystem::path& dir, const config::Config& 
   }
   std::error_code ec;
   std::filesystem::remove(dir / kRunFile, ec);
+  // Then a killed rewind's record: an --overwrite killed here must not leave one for the new run.
+  std::filesystem::remove(dir / kRewindFile, ec);
   // Nothing is removed through a link that someone else planted where a checkpoint folder goes.
   core::ensure_own_folder(dir / kCheckpointFolder, "the checkpoint folder");
   remove_run_files(dir / kCheckpointFolder);

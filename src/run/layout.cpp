@@ -28,8 +28,8 @@ bool holds_results(const std::filesystem::path& dir) {
 bool written_by_a_run(const std::string& name) {
   // The names above, the event files (tensorboard_log.h) and the checkpoints (checkpoints.h).
   static const std::regex kNames(
-      R"((metrics\.jsonl|metrics\.csv|summary\.json|config\.json|run\.json|state\.json|rewind\.json|)"
-      R"(model\.pt|best\.pt|)"
+      R"((metrics\.jsonl|metrics\.csv|summary\.json|config\.json|run\.json|state\.json|)"
+      R"(rewind\.json|model\.pt|best\.pt|)"
       R"(events\.out\.tfevents\.[^/]+|epoch-\d{4,}(-batch-\d{6,})?\.pt)(\.tmp\..*)?)");
   return std::regex_match(name, kNames);
 }

@@ -78,15 +78,33 @@ std::filesystem::path interrupted_rewind_point(const RewindRecord& rewind, RunFo
   return named_resume_point(rewind.resume, folder);
 }
 
+// --resume FILE where a rewind was killed while it set the old branch aside: the rewind's own
+// checkpoint alone. Another would go on from a branch the move is about to set aside (the old
+// one's newest, say), or leave the rewind unfinished behind a new one.
+void refuse_past_interrupted_rewind(const std::filesystem::path& named, const RewindRecord& rewind,
+                                    const RunFolder& folder) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(named, rewind.resume, ec)) return;
+  throw core::Error(core::ErrorCode::kIo,
+                    (folder.dir / kRewindFile).string() + ": a rewind to " +
+                        rewind.resume.string() +
+                        " was stopped while it set the old branch aside, and " + named.string() +
+                        " is not that checkpoint",
+                    "finish it first with --resume auto (it goes on from the rewind's "
+                    "checkpoint); then go back to the checkpoint you mean");
+}
+
 // The checkpoint --resume names: a file, or for "auto" an interrupted rewind's, else the newest in
 // the run's checkpoint folder (none there: where_it_began), which must be of the folder's own run.
 std::optional<std::filesystem::path> resume_point(const OriginRequest& request,
                                                   const config::Config& config, RunFolder& folder) {
   if (!request.resume || folder.replaces_earlier) return std::nullopt;
-  if (*request.resume != "auto") return named_resume_point(*request.resume, folder);
+  // Read here, before any rank trains: a damaged record is refused while the folder is as it was.
   if (const auto rewind = pending_rewind(folder.dir)) {
+    if (*request.resume != "auto") refuse_past_interrupted_rewind(*request.resume, *rewind, folder);
     return interrupted_rewind_point(*rewind, folder);
   }
+  if (*request.resume != "auto") return named_resume_point(*request.resume, folder);
   const std::string& id = folder.record.run_id;
   const std::filesystem::path dir = checkpoint_dir(config, folder.dir, id);
   const auto latest = latest_checkpoint(dir);

@@ -29,8 +29,9 @@ std::optional<RewindRecord> pending_rewind(const std::filesystem::path& dir) {
   const auto refuse = [&](const std::string& what) {
     return core::Error(core::ErrorCode::kIo,
                        path.string() + ": not the record of a rewind under way: " + what,
-                       "resume by name (--resume FILE) once you have removed it, or --overwrite "
-                       "the run");
+                       "move it aside and resume by name (--resume FILE) from the checkpoint "
+                       "you mean (--resume auto would take the newest, of the old branch maybe), "
+                       "or --overwrite the run");
   };
   RewindRecord record;
   try {

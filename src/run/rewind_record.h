@@ -1,10 +1,11 @@
 // The record of a rewind under way (run/branch.h): written and flushed to disk before the first
 // file of the abandoned branch moves, removed once the last one has. It makes the choice of the
 // branch one atomic step: a run killed while it moved the branch aside leaves the record, and the
-// next start in the folder finishes the move before anything else, and with --resume auto goes on
-// from the checkpoint the rewind named. It names folders and a position, never files: the moves
-// are worked out again from the folder, so that a record someone else wrote can move nothing but
-// the checkpoints and results that the rewind's own rule sets aside.
+// next training start in the folder finishes the move before it trains, and with --resume auto goes
+// on from the checkpoint the rewind named. Besides that checkpoint it holds a position and a
+// folder's name, never the files to move: the moves are worked out again from the folder, so that a
+// record someone else wrote moves only the run's own checkpoints and results, into a folder of the
+// run's, and never over a file there.
 #pragma once
 
 #include <filesystem>

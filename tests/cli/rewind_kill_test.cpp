@@ -7,6 +7,7 @@
 // before the rename happens.
 #include "support/catch.h"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -57,22 +58,29 @@ ProcessResult run_traced(const std::vector<std::string>& strace_options,
   return run_program("/bin/sh", "-c " + shell_words(words));
 }
 
+// One rename, and where strace's `when=` finds it: its count among that process's calls of the
+// same system call (strace counts each call apart: rename for write_file_atomic's, renameat2
+// for the moves).
 struct Rename {
-  std::string from, to;
+  std::string call, from, to;
+  size_t nth_of_call = 0;
 };
 
 // The renames of the process that wrote the rewind's record, in order, from strace's log.
 std::vector<Rename> renames_of_rewind(const std::string& log) {
   static const std::regex kLine(
-      R"re(^(\d+) +rename(?:at2?)?\((?:AT_FDCWD, )?"([^"]*)", (?:AT_FDCWD, )?"([^"]*)")re");
+      R"re(^(\d+) +(rename(?:at2?)?)\((?:AT_FDCWD, )?"([^"]*)", (?:AT_FDCWD, )?"([^"]*)")re");
   std::map<std::string, std::vector<Rename>> by_pid;
   std::string writer;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
     if (!std::regex_search(line, m, kLine)) continue;
-    by_pid[m[1]].push_back({m[2], m[3]});
-    if (std::filesystem::path(m[3].str()).filename() == "rewind.json") writer = m[1];
+    auto& calls = by_pid[m[1]];
+    const size_t nth = 1 + std::count_if(calls.begin(), calls.end(),
+                                         [&](const Rename& r) { return r.call == m[2].str(); });
+    calls.push_back({m[2], m[3], m[4], nth});
+    if (std::filesystem::path(m[4].str()).filename() == "rewind.json") writer = m[1];
   }
   REQUIRE_FALSE(writer.empty());
   return by_pid[writer];
@@ -163,11 +171,12 @@ TEST_CASE(
     const bool at_removal = n > last_move;
     CAPTURE(n, at_removal);
     const auto run = fresh_copy("killed-" + std::to_string(n));
-    const std::string calls = at_removal ? "unlink,unlinkat" : "rename,renameat,renameat2";
+    const std::string calls = at_removal ? "unlink,unlinkat" : renames[n - 1].call;
+    const size_t when = at_removal ? 1 : renames[n - 1].nth_of_call;
     std::vector<std::string> options = {
         "-o", "/dev/null",
         "-e", "trace=" + calls,
-        "-e", "inject=" + calls + ":signal=KILL:when=" + std::to_string(at_removal ? 1 : n)};
+        "-e", "inject=" + calls + ":signal=KILL:when=" + std::to_string(when)};
     if (at_removal) options.insert(options.end(), {"-P", (run / "rewind.json").string()});
     const auto killed =
         run_traced(options, rewind_of(dir, run, (run / "checkpoints" / back_to).string()));
@@ -179,6 +188,17 @@ TEST_CASE(
       continue;
     }
     REQUIRE(std::filesystem::exists(run / "rewind.json"));
+    if (n == record + 1) {  // the old branch's newest by name: refused, the folder left alone
+      const auto kept = folder_bytes(run);
+      auto old_branch = branch_job(dir, run, {"--set", "optimizer.lr=0.03"});
+      old_branch.insert(old_branch.end(),
+                        {"--resume", (run / "checkpoints" / "epoch-0002.pt").string()});
+      const auto refused = run_dptrain(shell_words(old_branch));
+      CHECK(refused.status == 5);
+      CHECK_THAT(refused.err, ContainsSubstring("is not that checkpoint") &&
+                                  ContainsSubstring("finish it first with --resume auto"));
+      CHECK(folder_bytes(run) == kept);
+    }
     auto resume = branch_job(dir, run, {"--set", "optimizer.lr=0.03"});
     resume.insert(resume.end(), {"--resume", "auto"});
     const auto resumed = run_dptrain(shell_words(resume));
