@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -75,6 +75,15 @@ std::string free_abandoned_name(const std::filesystem::path& checkpoint_dir,
   }
 }
 
+// What stands where a folder for set aside files was to be made.
+std::string what_is_there(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return "something this user cannot look at";
+  if (S_ISLNK(st.st_mode)) return "a link, which is never followed";
+  if (!S_ISDIR(st.st_mode)) return "a file of that name";
+  return "a folder of another user's (uid " + std::to_string(st.st_uid) + ")";
+}
+
 // The record's folder: made here, or one an interrupted move made (a folder of this user's,
 // never a link: nothing is moved anywhere else).
 void make_aside_folder(const std::filesystem::path& dir) {
@@ -88,7 +97,7 @@ void make_aside_folder(const std::filesystem::path& dir) {
   throw core::Error(
       core::ErrorCode::kIo,
       dir.string() + ": cannot make a folder for the abandoned branch's files: " +
-          (made == EEXIST ? std::string("something else is there") : std::strerror(made)),
+          (made == EEXIST ? "there is " + what_is_there(dir) : std::string(std::strerror(made))),
       "check the folder's permissions and free space (or move what is there "
       "aside), then resume again");
 }
@@ -124,10 +133,15 @@ void carry_out(const std::filesystem::path& output_dir, const std::filesystem::p
 std::string moved_text(const std::filesystem::path& output_dir,
                        const std::filesystem::path& checkpoint_dir, const RewindRecord& record,
                        const LaterFiles& later) {
-  std::string text = std::to_string(later.checkpoints.size()) + " later checkpoint(s) of the " +
-                     "abandoned branch to " + (checkpoint_dir / record.aside).string();
+  if (later.count() == 0) return "nothing, as nothing of the abandoned branch was left to move";
+  std::string text;
+  if (!later.checkpoints.empty()) {
+    text = std::to_string(later.checkpoints.size()) + " later checkpoint(s) of the abandoned " +
+           "branch to " + (checkpoint_dir / record.aside).string();
+  }
   if (!later.results.empty()) {
-    text += ", and its results to " + (output_dir / record.aside).string();
+    text += (text.empty() ? "the abandoned branch's results to " : ", and its results to ") +
+            (output_dir / record.aside).string();
   }
   return text;
 }
@@ -135,8 +149,23 @@ std::string moved_text(const std::filesystem::path& output_dir,
 }  // namespace
 
 bool is_abandoned_folder_name(const std::string& name) {
-  static const std::regex kName(R"(abandoned-\d{8}-\d{6}(-\d+)?)");
-  return std::regex_match(name, kName);
+  // abandoned-YYYYMMDD-HHMMSS, then -N (up to 9 digits) when that name was taken. By hand, not
+  // std::regex: libstdc++'s matcher recurses once per character, and a record's name is untrusted.
+  const auto digits = [&](size_t at, size_t count) {
+    return at + count <= name.size() &&
+           std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at),
+                       name.begin() + static_cast<std::ptrdiff_t>(at + count),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::string prefix = "abandoned-";
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  const size_t date = prefix.size();
+  if (!digits(date, 8) || name.size() <= date + 8 || name[date + 8] != '-') return false;
+  if (!digits(date + 9, 6)) return false;
+  const size_t rest = date + 15;
+  if (name.size() == rest) return true;
+  const size_t taken = name.size() - rest - 1;
+  return name[rest] == '-' && taken >= 1 && taken <= 9 && digits(rest + 1, taken);
 }
 
 int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
@@ -151,14 +180,14 @@ int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
   // From here on the rewind is the run's branch, whatever stops this process.
   write_rewind_record(output_dir, record);
   carry_out(output_dir, checkpoint_dir, record, later);
-  spdlog::info("resuming from an earlier checkpoint starts a new branch of the run: moved the {}",
+  spdlog::info("resuming from an earlier checkpoint starts a new branch of the run: moved {}",
                moved_text(output_dir, checkpoint_dir, record, later));
   return static_cast<int>(later.count());
 }
 
 int finish_interrupted_rewind(const std::filesystem::path& output_dir,
                               const std::filesystem::path& checkpoint_dir) {
-  const auto record = pending_rewind(output_dir);
+  const auto record = pending_rewind(output_dir, checkpoint_dir);
   if (!record) return 0;
   const LaterFiles later = later_files(output_dir, checkpoint_dir, record->after);
   carry_out(output_dir, checkpoint_dir, *record, later);

@@ -17,8 +17,8 @@ namespace dptrain::run {
 bool is_abandoned_folder_name(const std::string& name);
 
 // Rank 0, once training can start from checkpoint `resume` at `position` (checkpoint_position's
-// finished epochs and batches; {-1, -1} sets aside every checkpoint there). Returns how many
-// files it moved (0: nothing later, no rewind, and no record written).
+// finished epochs and batches; kEveryCheckpoint sets aside every checkpoint there). Returns how
+// many files it moved (0: nothing later, no rewind, and no record written).
 int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
                                const std::filesystem::path& checkpoint_dir,
                                const std::filesystem::path& resume, Position position);

@@ -60,21 +60,30 @@ std::optional<std::filesystem::path> where_it_began(const RunRecord& record,
   return began;
 }
 
-// --resume auto where a rewind was killed while it set the old branch aside: the checkpoint the
-// rewind went back to, which this start goes on from once it has finished the move
-// (RunFiles::begin), never what is left of the old branch.
-std::filesystem::path interrupted_rewind_point(const RewindRecord& rewind, RunFolder& folder) {
+// What to do about a killed rewind whose checkpoint is gone: nothing can finish it.
+std::string give_up_hint(const RewindRecord& rewind, const RunFolder& folder) {
+  return "the rewind cannot go on without it: remove " + (folder.dir / kRewindFile).string() +
+         " to give it up (what it set aside so far stays in its " + rewind.aside +
+         " folders), then resume by name (--resume FILE)";
+}
+
+// --resume auto where a rewind was killed while it set the old branch aside (or --resume naming
+// the rewind's own checkpoint): that checkpoint, which this start goes on from once it has
+// finished the move (RunFiles::begin), never what is left of the old branch.
+std::filesystem::path interrupted_rewind_point(const std::string& asked, const RewindRecord& rewind,
+                                               RunFolder& folder) {
   const std::filesystem::path record = folder.dir / kRewindFile;
   if (!std::filesystem::is_regular_file(rewind.resume)) {
     throw core::Error(core::ErrorCode::kIo,
                       rewind.resume.string() + ": no such checkpoint, where the rewind that " +
                           record.string() + " records went back to",
-                      "resume by name (--resume FILE): the rewind's moves are finished first");
+                      give_up_hint(rewind, folder));
   }
+  check_rewind_position(folder.dir, rewind);
   spdlog::info(
-      "--resume auto: {} records a rewind that was stopped while it set the old branch aside; "
+      "--resume {}: {} records a rewind that was stopped while it set the old branch aside; "
       "going on from {}, where it went back to",
-      record.string(), rewind.resume.string());
+      asked, record.string(), rewind.resume.string());
   return named_resume_point(rewind.resume, folder);
 }
 
@@ -90,8 +99,10 @@ void refuse_past_interrupted_rewind(const std::filesystem::path& named, const Re
                         rewind.resume.string() +
                         " was stopped while it set the old branch aside, and " + named.string() +
                         " is not that checkpoint",
-                    "finish it first with --resume auto (it goes on from the rewind's "
-                    "checkpoint); then go back to the checkpoint you mean");
+                    std::filesystem::is_regular_file(rewind.resume, ec)
+                        ? "finish it first with --resume auto (it goes on from the rewind's "
+                          "checkpoint); then go back to the checkpoint you mean"
+                        : "its checkpoint is gone, and " + give_up_hint(rewind, folder));
 }
 
 // The checkpoint --resume names: a file, or for "auto" an interrupted rewind's, else the newest in
@@ -99,14 +110,14 @@ void refuse_past_interrupted_rewind(const std::filesystem::path& named, const Re
 std::optional<std::filesystem::path> resume_point(const OriginRequest& request,
                                                   const config::Config& config, RunFolder& folder) {
   if (!request.resume || folder.replaces_earlier) return std::nullopt;
-  // Read here, before any rank trains: a damaged record is refused while the folder is as it was.
-  if (const auto rewind = pending_rewind(folder.dir)) {
-    if (*request.resume != "auto") refuse_past_interrupted_rewind(*request.resume, *rewind, folder);
-    return interrupted_rewind_point(*rewind, folder);
-  }
-  if (*request.resume != "auto") return named_resume_point(*request.resume, folder);
   const std::string& id = folder.record.run_id;
   const std::filesystem::path dir = checkpoint_dir(config, folder.dir, id);
+  // Read here, before any rank trains: a damaged record is refused while the folder is as it was.
+  if (const auto rewind = pending_rewind(folder.dir, dir)) {
+    if (*request.resume != "auto") refuse_past_interrupted_rewind(*request.resume, *rewind, folder);
+    return interrupted_rewind_point(*request.resume, *rewind, folder);
+  }
+  if (*request.resume != "auto") return named_resume_point(*request.resume, folder);
   const auto latest = latest_checkpoint(dir);
   if (!latest) return where_it_began(folder.record, dir);
   const std::string run = checkpoint_run_id(*latest);

@@ -7,12 +7,80 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "run/branch.h"
+#include "run/checkpoint_format.h"
 #include "run/layout.h"
 
 namespace dptrain::run {
+namespace {
+
+// A record holds a path and three short values: a few kilobytes at most.
+constexpr size_t kMaxRecordBytes = 64 * 1024;
+
+core::Error not_a_record(const std::filesystem::path& path, const std::string& what) {
+  return core::Error(core::ErrorCode::kIo,
+                     path.string() + ": not the record of a rewind under way: " + what,
+                     "move it aside and resume by name (--resume FILE) from the checkpoint "
+                     "you mean (--resume auto would take the newest, of the old branch maybe), "
+                     "or --overwrite the run");
+}
+
+// The string at `key`, named when it is missing or no string.
+std::string text_at(const nlohmann::json& j, const char* key, const std::filesystem::path& path) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) {
+    throw not_a_record(
+        path, std::string("\"") + key + "\" is " + (it == j.end() ? "missing" : "not a string"));
+  }
+  return it->get<std::string>();
+}
+
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
+// The record's values, checked against each other: a checkpoint of the run's own by its file name
+// and a position, one from outside by its absolute path with kEveryCheckpoint.
+RewindRecord parse_record(const std::filesystem::path& path, const std::string& text,
+                          const std::filesystem::path& checkpoint_dir) {
+  RewindRecord record;
+  std::string resume;
+  try {
+    const auto j = config::parse_json(text);
+    if (!j.is_object()) throw not_a_record(path, "it is no JSON object");
+    resume = text_at(j, "resume", path);
+    record.after = {config::integer_at(j, "after_epochs"), config::integer_at(j, "after_batches")};
+    record.aside = text_at(j, "aside", path);
+  } catch (const nlohmann::json::exception& e) {
+    throw not_a_record(path, config::plain_json_error(e));
+  }
+  if (record.after == kEveryCheckpoint) {
+    record.resume = resume;
+    if (!record.resume.is_absolute()) {
+      throw not_a_record(path, "a checkpoint from outside the run's is named by an absolute path");
+    }
+  } else {
+    if (record.after.first < 0 || record.after.second < 0) {
+      throw not_a_record(path, "the position it goes back to is negative");
+    }
+    if (!is_plain_file_name(resume)) {
+      throw not_a_record(path, "a checkpoint of the run's own is named by its file name alone");
+    }
+    record.resume = checkpoint_dir / resume;
+  }
+  // A folder's name alone, of the form set_aside_abandoned_branch gives: nothing outside the
+  // run's own folders is ever moved into.
+  if (!is_abandoned_folder_name(record.aside)) {
+    throw not_a_record(path, "\"aside\" is not the name of an abandoned-<time> folder");
+  }
+  return record;
+}
+
+}  // namespace
 
 void write_rewind_record(const std::filesystem::path& dir, const RewindRecord& record) {
-  const nlohmann::json j = {{"resume", record.resume.string()},
+  const bool own = record.after != kEveryCheckpoint;
+  const nlohmann::json j = {{"resume", own ? record.resume.filename().string()
+                                           : std::filesystem::absolute(record.resume).string()},
                             {"after_epochs", record.after.first},
                             {"after_batches", record.after.second},
                             {"aside", record.aside}};
@@ -22,38 +90,33 @@ void write_rewind_record(const std::filesystem::path& dir, const RewindRecord& r
                           j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-std::optional<RewindRecord> pending_rewind(const std::filesystem::path& dir) {
+std::optional<RewindRecord> pending_rewind(const std::filesystem::path& dir,
+                                           const std::filesystem::path& checkpoint_dir) {
   const std::filesystem::path path = dir / kRewindFile;
   std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::nullopt;
-  const auto refuse = [&](const std::string& what) {
-    return core::Error(core::ErrorCode::kIo,
-                       path.string() + ": not the record of a rewind under way: " + what,
-                       "move it aside and resume by name (--resume FILE) from the checkpoint "
-                       "you mean (--resume auto would take the newest, of the old branch maybe), "
-                       "or --overwrite the run");
-  };
-  RewindRecord record;
+  const auto status = std::filesystem::symlink_status(path, ec);
+  if (!std::filesystem::exists(status)) return std::nullopt;
+  // dptrain writes it as a file: a link is someone else's, and is never followed.
+  if (std::filesystem::is_symlink(status)) throw not_a_record(path, "it is a link");
+  std::string text;
   try {
-    const auto j = config::parse_json(core::read_regular_file(path));
-    record.resume = j.at("resume").get<std::string>();
-    record.after = {config::integer_at(j, "after_epochs"), config::integer_at(j, "after_batches")};
-    record.aside = j.at("aside").get<std::string>();
-  } catch (const nlohmann::json::exception& e) {
-    throw refuse(config::plain_json_error(e));
+    text = core::read_regular_file(path, kMaxRecordBytes);
+  } catch (const core::Error& e) {  // its message begins with the path, which is named once
+    const std::string what = e.what(), named = path.string() + ": ";
+    throw not_a_record(path, what.rfind(named, 0) == 0 ? what.substr(named.size()) : what);
   }
-  if (!record.resume.is_absolute()) throw refuse("the checkpoint's path is not absolute");
-  // {-1, -1}: every checkpoint went aside (a rewind to a checkpoint from outside the folder).
-  const bool everything = record.after == Position{-1, -1};
-  if (!everything && (record.after.first < 0 || record.after.second < 0)) {
-    throw refuse("the position it goes back to is negative");
-  }
-  // A folder's name alone, of the form set_aside_abandoned_branch gives: nothing outside the
-  // run's own folders is ever moved into.
-  if (!is_abandoned_folder_name(record.aside)) {
-    throw refuse("\"" + record.aside + "\" is not the name of an abandoned-<time> folder");
-  }
-  return record;
+  return parse_record(path, text, checkpoint_dir);
+}
+
+void check_rewind_position(const std::filesystem::path& dir, const RewindRecord& record) {
+  if (record.after == kEveryCheckpoint) return;
+  const Position at = checkpoint_position(record.resume);
+  if (at == record.after) return;
+  throw not_a_record(dir / kRewindFile,
+                     "it goes back to epoch " + std::to_string(record.after.first) + ", batch " +
+                         std::to_string(record.after.second) + ", but " + record.resume.string() +
+                         " was written after epoch " + std::to_string(at.first) + ", batch " +
+                         std::to_string(at.second));
 }
 
 void remove_rewind_record(const std::filesystem::path& dir) {

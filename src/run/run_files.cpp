@@ -7,6 +7,7 @@
 #include "core/fs.h"
 #include "run/branch.h"
 #include "run/layout.h"
+#include "run/rewind_record.h"
 
 namespace dptrain::run {
 
@@ -43,7 +44,7 @@ void RunFiles::begin(const std::optional<Position>& resumed) {
     const bool own = std::filesystem::weakly_canonical(origin_.resume->parent_path(), ec) ==
                      std::filesystem::weakly_canonical(checkpoints, ec);
     set_aside_abandoned_branch(dir_, checkpoints, *origin_.resume,
-                               own && resumed ? *resumed : Position{-1, -1});
+                               own && resumed ? *resumed : kEveryCheckpoint);
   }
   write_run_file(dir_, origin_.run);
   write_run_state(dir_, RunState::kRunning);

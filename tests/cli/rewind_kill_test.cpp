@@ -12,41 +12,13 @@
 #include <regex>
 
 #include "core/fs.h"
+#include "support/branches.h"
 #include "support/fixtures.h"
 #include "support/runs.h"
 
 using namespace dptrain::testing;
 
 namespace {
-
-// 600 real images in batches of 30: two epochs of 20 steps, a checkpoint every 5 (all kept).
-std::vector<std::string> branch_job(const TempDir& dir, const std::filesystem::path& out,
-                                    const std::vector<std::string>& more = {}) {
-  std::vector<std::string> extra = {"--set", "parallel.devices=cpu",
-                                    "--set", "checkpoint.every_steps=5",
-                                    "--set", "checkpoint.keep_last=0"};
-  extra.insert(extra.end(), more.begin(), more.end());
-  return momentum_sgd_job(dir / "data", extra, out);
-}
-
-// The rewind: back to step 10 of the finished run, with another learning rate.
-std::vector<std::string> rewind_of(const TempDir& dir, const std::filesystem::path& run,
-                                   const std::string& resume) {
-  auto args = branch_job(dir, run, {"--set", "optimizer.lr=0.03"});
-  args.insert(args.end(), {"--resume", resume});
-  return args;
-}
-
-// Every file under `dir` and its bytes (a write_file_atomic temporary left by a kill aside).
-std::map<std::string, std::string> folder_bytes(const std::filesystem::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    const std::string name = std::filesystem::relative(e.path(), dir).string();
-    if (name.find(".tmp.") != std::string::npos) continue;
-    files[name] = e.is_regular_file() ? read_bytes(e.path()) : std::string("<folder>");
-  }
-  return files;
-}
 
 // dptrain under strace; the shell's status: 137 when strace's injection killed it.
 ProcessResult run_traced(const std::vector<std::string>& strace_options,
@@ -84,21 +56,6 @@ std::vector<Rename> renames_of_rewind(const std::string& log) {
   }
   REQUIRE_FALSE(writer.empty());
   return by_pid[writer];
-}
-
-std::vector<std::filesystem::path> folders_named_abandoned(const std::filesystem::path& dir) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().filename().string().rfind("abandoned-", 0) == 0) found.push_back(e.path());
-  }
-  return found;
-}
-
-// The train_loss of each epoch in metrics.jsonl.
-std::vector<double> train_losses(const std::filesystem::path& run) {
-  std::vector<double> losses;
-  for (const auto& m : metrics_of(run)) losses.push_back(m.at("train_loss").get<double>());
-  return losses;
 }
 
 // A killed rewind's folder once --resume auto has gone on with it: the rewound branch's model
