@@ -106,7 +106,7 @@ TEST_CASE(
 TEST_CASE(
     "a rewind record dptrain did not write is refused before anything in the run folder changes, "
     "naming the file and what is wrong with it",
-    "[cli][resume][rewind]") {
+    "[cli][resume][rewind][security]") {
   const FinishedRun runs;
   const auto run = runs.copy("run");
   const auto record_path = run / "rewind.json";
