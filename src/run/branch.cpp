@@ -104,7 +104,6 @@ void make_aside_folder(const std::filesystem::path& dir) {
 
 void move_into(const std::vector<std::filesystem::path>& files, const std::filesystem::path& dir) {
   if (files.empty()) return;
-  make_aside_folder(dir);
   for (const auto& file : files) {
     // Never over a file of that name already there (an earlier branch's, in a folder a record
     // someone else wrote names): nothing of any branch is lost.
@@ -125,6 +124,10 @@ void move_into(const std::vector<std::filesystem::path>& files, const std::files
 // Moves what `record` sets aside, then removes the record.
 void carry_out(const std::filesystem::path& output_dir, const std::filesystem::path& checkpoint_dir,
                const RewindRecord& record, const LaterFiles& later) {
+  // Both folders first: one that cannot be made (a link or a file planted there) then stops the
+  // rewind before anything has moved.
+  if (!later.checkpoints.empty()) make_aside_folder(checkpoint_dir / record.aside);
+  if (!later.results.empty()) make_aside_folder(output_dir / record.aside);
   move_into(later.checkpoints, checkpoint_dir / record.aside);
   move_into(later.results, output_dir / record.aside);
   remove_rewind_record(output_dir);
@@ -175,6 +178,17 @@ int set_aside_abandoned_branch(const std::filesystem::path& output_dir,
   if (later.checkpoints.empty()) return 0;  // no rewind: the results are this branch's
   RewindRecord record;
   record.resume = std::filesystem::absolute(resume);
+  // The record names a checkpoint of the folder's own by its file name: it must be that file.
+  std::error_code ec;
+  if (position != kEveryCheckpoint &&
+      !std::filesystem::equivalent(checkpoint_dir / record.resume.filename(), record.resume, ec)) {
+    throw core::Error(core::ErrorCode::kRuntime,
+                      record.resume.string() +
+                          ": a rewind to a position of the run's own from "
+                          "outside its checkpoint folder " +
+                          checkpoint_dir.string(),
+                      "report this: a rewind's record would name another checkpoint");
+  }
   record.after = position;
   record.aside = free_abandoned_name(checkpoint_dir, output_dir);
   // From here on the rewind is the run's branch, whatever stops this process.
@@ -189,6 +203,7 @@ int finish_interrupted_rewind(const std::filesystem::path& output_dir,
                               const std::filesystem::path& checkpoint_dir) {
   const auto record = pending_rewind(output_dir, checkpoint_dir);
   if (!record) return 0;
+  check_rewind_position(output_dir, *record);  // again: the folder may have changed since origin's
   const LaterFiles later = later_files(output_dir, checkpoint_dir, record->after);
   carry_out(output_dir, checkpoint_dir, *record, later);
   spdlog::info(

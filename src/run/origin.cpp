@@ -60,11 +60,25 @@ std::optional<std::filesystem::path> where_it_began(const RunRecord& record,
   return began;
 }
 
-// What to do about a killed rewind whose checkpoint is gone: nothing can finish it.
+// What to do about a killed rewind whose checkpoint is gone or unreadable: nothing can finish it.
 std::string give_up_hint(const RewindRecord& rewind, const RunFolder& folder) {
-  return "the rewind cannot go on without it: remove " + (folder.dir / kRewindFile).string() +
+  return "if the stopped start had another checkpoint.dir, resume with that one; else the rewind "
+         "cannot go on: remove " +
+         (folder.dir / kRewindFile).string() +
          " to give it up (what it set aside so far stays in its " + rewind.aside +
          " folders), then resume by name (--resume FILE)";
+}
+
+// Whether the rewind's checkpoint is there and readable, so that finishing the rewind can work.
+bool rewind_checkpoint_readable(const RewindRecord& rewind) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(rewind.resume, ec)) return false;
+  try {
+    checkpoint_position(rewind.resume);
+    return true;
+  } catch (const core::Error&) {
+    return false;
+  }
 }
 
 // --resume auto where a rewind was killed while it set the old branch aside (or --resume naming
@@ -73,18 +87,30 @@ std::string give_up_hint(const RewindRecord& rewind, const RunFolder& folder) {
 std::filesystem::path interrupted_rewind_point(const std::string& asked, const RewindRecord& rewind,
                                                RunFolder& folder) {
   const std::filesystem::path record = folder.dir / kRewindFile;
-  if (!std::filesystem::is_regular_file(rewind.resume)) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(rewind.resume, ec)) {
     throw core::Error(core::ErrorCode::kIo,
                       rewind.resume.string() + ": no such checkpoint, where the rewind that " +
                           record.string() + " records went back to",
                       give_up_hint(rewind, folder));
   }
-  check_rewind_position(folder.dir, rewind);
+  std::filesystem::path point;
+  try {
+    check_rewind_position(folder.dir, rewind);
+    point = named_resume_point(rewind.resume, folder);
+  } catch (const core::Error& e) {  // a damaged checkpoint: no other would finish the rewind
+    const std::string what = e.what();
+    throw core::Error(e.code(),
+                      what.rfind(record.string(), 0) == 0
+                          ? what
+                          : record.string() + ": the rewind it records cannot go on: " + what,
+                      give_up_hint(rewind, folder));
+  }
   spdlog::info(
       "--resume {}: {} records a rewind that was stopped while it set the old branch aside; "
       "going on from {}, where it went back to",
       asked, record.string(), rewind.resume.string());
-  return named_resume_point(rewind.resume, folder);
+  return point;
 }
 
 // --resume FILE where a rewind was killed while it set the old branch aside: the rewind's own
@@ -99,10 +125,10 @@ void refuse_past_interrupted_rewind(const std::filesystem::path& named, const Re
                         rewind.resume.string() +
                         " was stopped while it set the old branch aside, and " + named.string() +
                         " is not that checkpoint",
-                    std::filesystem::is_regular_file(rewind.resume, ec)
+                    rewind_checkpoint_readable(rewind)
                         ? "finish it first with --resume auto (it goes on from the rewind's "
                           "checkpoint); then go back to the checkpoint you mean"
-                        : "its checkpoint is gone, and " + give_up_hint(rewind, folder));
+                        : "its checkpoint is gone or unreadable: " + give_up_hint(rewind, folder));
 }
 
 // The checkpoint --resume names: a file, or for "auto" an interrupted rewind's, else the newest in

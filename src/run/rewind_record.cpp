@@ -1,5 +1,6 @@
 #include "run/rewind_record.h"
 
+#include <climits>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -35,7 +36,8 @@ std::string text_at(const nlohmann::json& j, const char* key, const std::filesys
 }
 
 bool is_plain_file_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+  return !name.empty() && name.size() <= NAME_MAX && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
 // The record's values, checked against each other: a checkpoint of the run's own by its file name
@@ -55,8 +57,16 @@ RewindRecord parse_record(const std::filesystem::path& path, const std::string& 
   }
   if (record.after == kEveryCheckpoint) {
     record.resume = resume;
-    if (!record.resume.is_absolute()) {
+    // A NUL would end the path that system calls see before the one checked here.
+    if (!record.resume.is_absolute() || resume.size() > PATH_MAX ||
+        resume.find('\0') != std::string::npos) {
       throw not_a_record(path, "a checkpoint from outside the run's is named by an absolute path");
+    }
+    std::error_code ec;
+    if (std::filesystem::equivalent(record.resume.parent_path(), checkpoint_dir, ec)) {
+      throw not_a_record(path,
+                         "a checkpoint in the run's checkpoint folder is named by its file "
+                         "name and the position it was written at");
     }
   } else {
     if (record.after.first < 0 || record.after.second < 0) {
@@ -112,11 +122,13 @@ void check_rewind_position(const std::filesystem::path& dir, const RewindRecord&
   if (record.after == kEveryCheckpoint) return;
   const Position at = checkpoint_position(record.resume);
   if (at == record.after) return;
-  throw not_a_record(dir / kRewindFile,
-                     "it goes back to epoch " + std::to_string(record.after.first) + ", batch " +
-                         std::to_string(record.after.second) + ", but " + record.resume.string() +
-                         " was written after epoch " + std::to_string(at.first) + ", batch " +
-                         std::to_string(at.second));
+  const auto position = [](Position p) {
+    return std::to_string(p.first) + " finished epoch(s) and " + std::to_string(p.second) +
+           " batch(es)";
+  };
+  throw not_a_record(dir / kRewindFile, "it goes back to " + position(record.after) + ", but " +
+                                            record.resume.string() + " was written after " +
+                                            position(at));
 }
 
 void remove_rewind_record(const std::filesystem::path& dir) {

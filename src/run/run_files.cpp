@@ -40,10 +40,13 @@ void RunFiles::begin(const std::optional<Position>& resumed) {
   if (origin_.resume) {
     // A checkpoint from outside the run's folder (the run it began from, an abandoned branch's
     // folder) begins a history of its own: every checkpoint there is of another.
+    // Judged by the file itself: a bare file name's parent is "" (a --resume given from inside
+    // the checkpoint folder), and a link's folder is not its checkpoint's.
     std::error_code ec;
-    const bool own = std::filesystem::weakly_canonical(origin_.resume->parent_path(), ec) ==
-                     std::filesystem::weakly_canonical(checkpoints, ec);
-    set_aside_abandoned_branch(dir_, checkpoints, *origin_.resume,
+    const std::filesystem::path file =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(*origin_.resume), ec);
+    const bool own = !ec && std::filesystem::equivalent(file.parent_path(), checkpoints, ec);
+    set_aside_abandoned_branch(dir_, checkpoints, own ? file : *origin_.resume,
                                own && resumed ? *resumed : kEveryCheckpoint);
   }
   write_run_file(dir_, origin_.run);

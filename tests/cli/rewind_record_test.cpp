@@ -80,6 +80,30 @@ TEST_CASE(
   CHECK(aside[0].filename() == "abandoned-20261202-120000");
   CHECK(folder_bytes(aside[0]).size() == 6);  // steps 15 to 40 of the old branch
 
+  // A rewind by the checkpoint's bare name, from inside the checkpoint folder: a checkpoint of
+  // the run's own (once taken for one from outside, which set every checkpoint aside).
+  const auto bare = runs.copy("bare");
+  const auto by_bare_name =
+      run_dptrain(shell_words(rewind_of(runs.dir, bare, kRewoundTo)), bare / "checkpoints");
+  INFO(by_bare_name.err);
+  REQUIRE(by_bare_name.status == 0);
+  CHECK(train_losses(bare) == train_losses(whole));
+  const auto bare_aside = folders_named_abandoned(bare / "checkpoints");
+  REQUIRE(bare_aside.size() == 1);
+  CHECK(folder_bytes(bare_aside[0]).size() == 6);
+
+  // Through a link to it from elsewhere: still the run's own checkpoint.
+  const auto linked = runs.copy("linked");
+  const auto link = runs.dir / "link.pt";
+  std::filesystem::create_symlink(linked / "checkpoints" / kRewoundTo, link);
+  const auto by_link = run_dptrain(shell_words(rewind_of(runs.dir, linked, link.string())));
+  INFO(by_link.err);
+  REQUIRE(by_link.status == 0);
+  CHECK(train_losses(linked) == train_losses(whole));
+  const auto linked_aside = folders_named_abandoned(linked / "checkpoints");
+  REQUIRE(linked_aside.size() == 1);
+  CHECK(folder_bytes(linked_aside[0]).size() == 6);
+
   // The record's checkpoint removed: neither --resume auto nor another checkpoint goes on, each
   // says how to give the rewind up, and the folder stays as it was.
   const auto gone = runs.copy("gone");
@@ -94,9 +118,17 @@ TEST_CASE(
   const auto other = (gone / "checkpoints" / "epoch-0000-batch-000005.pt").string();
   const auto by_name = run_dptrain(shell_words(rewind_of(runs.dir, gone, other)));
   CHECK(by_name.status == 5);
-  CHECK_THAT(by_name.err,
-             ContainsSubstring("its checkpoint is gone") && ContainsSubstring(give_up));
+  CHECK_THAT(by_name.err, ContainsSubstring("its checkpoint is gone or unreadable") &&
+                              ContainsSubstring(give_up));
   CHECK(folder_bytes(gone) == before);
+  // Damaged instead: the same way out, named as the record's.
+  write_text(gone / "checkpoints" / kRewoundTo, "");
+  const auto damaged = run_dptrain(shell_words(rewind_of(runs.dir, gone, "auto")));
+  CHECK(damaged.status == 5);
+  CHECK_THAT(damaged.err, ContainsSubstring((gone / "rewind.json").string() +
+                                            ": the rewind it records cannot go on: ") &&
+                              ContainsSubstring(give_up));
+  std::filesystem::remove(gone / "checkpoints" / kRewoundTo);
   std::filesystem::remove(gone / "rewind.json");
   const auto given_up = run_dptrain(shell_words(rewind_of(runs.dir, gone, other)));
   INFO(given_up.err);
@@ -155,10 +187,27 @@ TEST_CASE(
       {"a relative checkpoint from outside", everything_from(kRewoundTo),
        "a checkpoint from outside the run's is named by an absolute path"},
       {"a later position", with("after_batches", 15),
-       "it goes back to epoch 0, batch 15, but " + (run / "checkpoints" / kRewoundTo).string() +
-           " was written after epoch 0, batch 10"},
+       "it goes back to 0 finished epoch(s) and 15 batch(es), but " +
+           (run / "checkpoints" / kRewoundTo).string() +
+           " was written after 0 finished epoch(s) and 10 batch(es)"},
+      // Taken as it says, it would set aside the very checkpoint it goes on from.
+      {"an earlier position", with("after_batches", 5),
+       "it goes back to 0 finished epoch(s) and 5 batch(es), but"},
       {"the largest position", with("after_epochs", INT64_MAX),
-       "it goes back to epoch 9223372036854775807, batch 10"},
+       "it goes back to 9223372036854775807 finished epoch(s)"},
+      {"no name", with("resume", ""),
+       "a checkpoint of the run's own is named by its file name alone"},
+      {"the folder itself", with("resume", "."),
+       "a checkpoint of the run's own is named by its file name alone"},
+      {"the folder above", with("resume", ".."),
+       "a checkpoint of the run's own is named by its file name alone"},
+      {"a name with a NUL", with("resume", std::string(kRewoundTo) + std::string(1, '\0') + "x"),
+       "a checkpoint of the run's own is named by its file name alone"},
+      {"a name longer than a file's", with("resume", std::string(300, 'e') + ".pt"),
+       "a checkpoint of the run's own is named by its file name alone"},
+      {"a checkpoint of the folder's own from outside",
+       everything_from((run / "checkpoints" / kRewoundTo).string()),
+       "a checkpoint in the run's checkpoint folder is named by its file name and the position"},
       {"a negative position", with("after_batches", -3),
        "the position it goes back to is negative"},
       {"no object", nlohmann::json::array({1, 2}), "it is no JSON object"},
