@@ -12,10 +12,12 @@ packages=(
   build-essential cmake ninja-build pkg-config
   "${torch_packages[@]}"
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2 zlib1g-dev libstb-dev
+  libturbojpeg0-dev  # JPEG, decoded as torchvision and PIL decode it (src/data/jpeg_decode.h)
   libsodium-dev  # SHA-256, HMAC and random bytes (src/core/crypto.h)
   dataset-fashion-mnist
   iproute2  # the tests' test hosts (network namespaces)
   python3-protobuf python3-crc32c
+  python3-pil python3-torchvision  # the tests' peers: PIL's decoding, ImageFolder's order
   gnuplot-nox  # compare --plot's SVG curves
   strace  # the tests' kills at an exact system call (a rewind killed at each rename)
   "$@"

@@ -97,4 +97,17 @@ std::string printable(std::string_view text, LineBreaks breaks) {
   return out;
 }
 
+bool is_utf8(std::string_view text) {
+  for (size_t at = 0; at < text.size();) {
+    if (static_cast<uint8_t>(text[at]) < 0x80) {
+      ++at;
+      continue;
+    }
+    const size_t length = utf8_length(text, at);
+    if (length == 0) return false;
+    at += length;
+  }
+  return true;
+}
+
 }  // namespace dptrain::core

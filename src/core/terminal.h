@@ -26,4 +26,7 @@ enum class LineBreaks { kEscape, kKeep };
 // \u202e, and bytes that are no UTF-8 as \xff. Other UTF-8 passes as it is.
 std::string printable(std::string_view text, LineBreaks breaks = LineBreaks::kEscape);
 
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates).
+bool is_utf8(std::string_view text);
+
 }  // namespace dptrain::core

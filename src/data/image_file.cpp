@@ -1,28 +1,18 @@
 #include "data/image_file.h"
 
-#include <stb_image.h>
-
 #include <algorithm>
 #include <cstdint>
 
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/idx.h"
+#include "data/picture.h"
 #include "data/pil_resize.h"
-#include "data/png_check.h"
-#include "data/pnm_check.h"
 
 namespace dptrain::data {
 namespace {
 
 constexpr int64_t kSide = 28;
-// The largest picture decoded: 16 megapixels, and 16 MiB of samples as the file stores them
-// (16 megapixels of 8-bit grey, 4 of 8-bit RGBA, 2 of 16-bit RGBA): stb_image holds the inflated
-// scanlines, the samples at the file's depth and those at 8 bits at once, some 50 MB at most.
-constexpr int64_t kMaxPixels = int64_t{1} << 24;
-constexpr int64_t kMaxSampleBytes = int64_t{16} << 20;
-// Nor a side longer than this: resizing a 1 x 16M picture to 28 x 28 holds 28 x 16M values.
-constexpr int64_t kMaxSide = 16384;
 // A picture's file holds no more than its samples and a little (stored deflate blocks add 5 bytes
 // in 64 KB); an IDX file of 10,000 images (the test set's 7.8 MB) is the most predict takes at
 // once, 31 MB of model input.
@@ -34,7 +24,8 @@ constexpr int64_t kMaxImagesInFile = 100000;
 
 [[noreturn]] void not_an_image(const std::filesystem::path& path, const std::string& why) {
   throw core::Error(core::ErrorCode::kData, path.string() + ": " + why,
-                    "give IDX image files (such as t10k-images-idx3-ubyte.gz) or PNG/PGM images");
+                    "give IDX image files (such as t10k-images-idx3-ubyte.gz) or PNG, JPEG or PGM "
+                    "pictures");
 }
 
 bool is_idx(const std::string& bytes) {
@@ -89,74 +80,6 @@ std::vector<InputImage> read_idx_images(const std::filesystem::path& path,
   return images;
 }
 
-// PIL's convert("L"): L = (19595 R + 38470 G + 7471 B + 2^15) >> 16; alpha is dropped.
-torch::Tensor grey_of(const unsigned char* pixels, int width, int height, int channels) {
-  torch::Tensor grey = torch::empty({height, width}, torch::kUInt8);
-  uint8_t* out = grey.data_ptr<uint8_t>();
-  for (int64_t i = 0; i < int64_t{width} * height; ++i) {
-    const unsigned char* p = pixels + i * channels;
-    out[i] =
-        channels < 3
-            ? p[0]
-            : static_cast<uint8_t>((19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 0x8000u) >> 16);
-  }
-  return grey;
-}
-
-// PNG's signature, or a binary PGM/PPM's "P5"/"P6": stb_image decodes a dozen more formats, with
-// public CVEs among them, and only these two may reach it.
-bool is_png_or_pnm(const std::string& bytes) {
-  static const std::string kPng("\x89PNG\r\n\x1a\n", 8);
-  return bytes.compare(0, kPng.size(), kPng) == 0 ||
-         (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6'));
-}
-
-InputImage read_picture(const std::filesystem::path& path, const std::string& bytes) {
-  if (!is_png_or_pnm(bytes)) not_an_image(path, "neither a PNG nor a PGM/PPM image");
-  if (bytes.size() > static_cast<size_t>(INT32_MAX)) not_an_image(path, "a file over 2 GB");
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  const int size = static_cast<int>(bytes.size());
-  // A PGM/PPM's header is parsed here before stb's parser sees it (data/pnm_check.h says why).
-  if (bytes[0] == 'P') {
-    if (const std::string problem = pnm_problem(bytes); !problem.empty()) {
-      not_an_image(path, "a PGM/PPM whose " + problem);
-    }
-  }
-  int width = 0, height = 0, channels = 0;
-  // The header's size, read before anything is decoded.
-  if (stbi_info_from_memory(data, size, &width, &height, &channels) == 0) {
-    not_an_image(path,
-                 std::string("not a readable PNG or PGM image (") + stbi_failure_reason() + ")");
-  }
-  if (int64_t{width} * height > kMaxPixels || width > kMaxSide || height > kMaxSide) {
-    not_an_image(path, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
-                           " pixels, more than the " + std::to_string(kMaxPixels >> 20) +
-                           " megapixels or " + std::to_string(kMaxSide) +
-                           " pixels a side dptrain decodes; scale it down first");
-  }
-  const int64_t sample_bytes =
-      int64_t{width} * height * channels * (stbi_is_16_bit_from_memory(data, size) != 0 ? 2 : 1);
-  if (sample_bytes > kMaxSampleBytes) {
-    not_an_image(path, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
-                           " pixels whose samples take " + std::to_string(sample_bytes) +
-                           " bytes, more than the " + std::to_string(kMaxSampleBytes >> 20) +
-                           " MiB dptrain decodes; scale it down or save it as 8-bit grey first");
-  }
-  if (bytes[0] != 'P') {
-    if (const std::string problem = png_problem(bytes); !problem.empty()) {
-      not_an_image(path, "a PNG whose " + problem);
-    }
-  }
-  unsigned char* pixels = stbi_load_from_memory(data, size, &width, &height, &channels, 0);
-  if (pixels == nullptr) {
-    not_an_image(path,
-                 std::string("not a readable PNG or PGM image (") + stbi_failure_reason() + ")");
-  }
-  torch::Tensor grey = grey_of(pixels, width, height, channels);
-  stbi_image_free(pixels);
-  return {path.string(), to_model_input(grey)};
-}
-
 }  // namespace
 
 torch::Tensor to_model_input(const torch::Tensor& grey) {
@@ -180,7 +103,8 @@ std::vector<InputImage> read_input_images(const std::filesystem::path& path,
   }
   std::string bytes(file.size(), '\0');
   file.read(0, bytes.size(), bytes.data());
-  return {read_picture(path, bytes)};
+  // [H, W, 1]: PIL's convert("L"), as torchvision's Grayscale() makes it.
+  return {{path.string(), to_model_input(decode_picture(path, bytes, 1).squeeze(2))}};
 }
 
 }  // namespace dptrain::data

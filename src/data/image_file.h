@@ -1,5 +1,5 @@
 // The images a person hands `dptrain predict`: IDX image files (every image, or one by index)
-// and PNG or PGM/PPM files of any size, grey or colour, through Debian's stb_image. Each becomes
+// and PNG, JPEG or PGM/PPM pictures of any size, grey or colour (data/picture.h). Each becomes
 // what training feeds the model: 1x28x28 floats v / 255, converted and resized as torchvision
 // does on a PIL image (Grayscale(), Resize((28, 28)), ToTensor()).
 #pragma once

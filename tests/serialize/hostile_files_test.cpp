@@ -248,7 +248,7 @@ TEST_CASE(
   testing::write_text(dir / "image.gif", std::string("GIF89a\x01\x00\x01\x00\x80\x00\x00", 13) +
                                              std::string(20, '\0'));
   CHECK_THROWS_WITH(data::read_input_images(dir / "image.gif"),
-                    ContainsSubstring("image.gif: neither a PNG nor a PGM/PPM image"));
+                    ContainsSubstring("image.gif: neither a PNG, a JPEG nor a PGM/PPM image"));
   CHECK_THROWS_WITH(data::read_input_images("/dev/zero"), ContainsSubstring("/dev/zero: is no "
                                                                             "regular file"));
 }

@@ -1,0 +1,229 @@
+#include "data/image_folder.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <system_error>
+
+#include "core/error.h"
+#include "core/terminal.h"
+
+namespace dptrain::data {
+namespace {
+
+// torchvision's IMG_EXTENSIONS, and whether dptrain decodes the format (data/picture.h).
+struct PictureExtension {
+  const char* suffix;
+  const char* format;
+  bool decoded;
+};
+constexpr std::array<PictureExtension, 9> kExtensions = {{{".jpg", "JPEG", true},
+                                                          {".jpeg", "JPEG", true},
+                                                          {".png", "PNG", true},
+                                                          {".ppm", "PPM", true},
+                                                          {".bmp", "BMP", false},
+                                                          {".pgm", "PGM", true},
+                                                          {".tif", "TIFF", false},
+                                                          {".tiff", "TIFF", false},
+                                                          {".webp", "WebP", false}}};
+
+// The extension `name` ends with, in any case (ImageFolder lowers the name first), or none.
+const PictureExtension* picture_extension(std::string_view name) {
+  for (const auto& e : kExtensions) {
+    const size_t n = std::strlen(e.suffix);
+    if (name.size() >= n &&
+        std::equal(
+            e.suffix, e.suffix + n, name.end() - static_cast<std::ptrdiff_t>(n),
+            [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+[[noreturn]] void refuse_entry(const std::filesystem::path& entry, const std::string& why,
+                               const std::string& hint) {
+  throw core::Error(core::ErrorCode::kData, core::printable(entry.string()) + ": " + why, hint);
+}
+
+struct FolderId {
+  dev_t device;
+  ino_t inode;
+  bool operator==(const FolderId& other) const {
+    return device == other.device && inode == other.inode;
+  }
+};
+
+FolderId folder_id_of(const std::filesystem::path& folder) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0) {
+    refuse_entry(folder, std::string("cannot look at it: ") + std::strerror(errno),
+                 "check the data folder's permissions");
+  }
+  return {st.st_dev, st.st_ino};
+}
+
+// One folder's entries as ImageFolder sees them: its folders (links to folders among them) and
+// its pictures' names.
+struct FolderEntries {
+  std::vector<std::string> folders;
+  std::vector<std::string> pictures;
+};
+
+class ImageFolderLister {
+ public:
+  explicit ImageFolderLister(const std::filesystem::path& root) : root_(root) {
+    std::error_code ec;
+    canonical_root_ = std::filesystem::canonical(root, ec);
+    if (ec || !std::filesystem::is_directory(canonical_root_)) {
+      refuse_entry(root, "no such folder",
+                   "give data.dir a folder of class folders (ImageFolder's)");
+    }
+  }
+
+  // The folder `relative` (to the root); its pictures too when `pictures` (the root's own files
+  // are no samples, and are never looked at).
+  FolderEntries read(const std::string& relative, bool pictures) const {
+    const std::filesystem::path dir = relative.empty() ? root_ : root_ / relative;
+    FolderEntries entries;
+    std::error_code ec;
+    std::filesystem::directory_iterator it(dir, ec), end;
+    if (ec) refuse_entry(dir, "cannot list it: " + ec.message(), "check the folder's permissions");
+    for (; it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!core::is_utf8(name)) {
+        refuse_entry(it->path(), "a name that is not UTF-8",
+                     "rename it in UTF-8, as ImageFolder's "
+                     "users' file systems name files");
+      }
+      const auto type = type_of(*it, pictures);
+      if (type == std::filesystem::file_type::directory) {
+        entries.folders.push_back(name);
+      } else if (pictures && is_picture(it->path(), name, type)) {
+        entries.pictures.push_back(name);
+      }
+    }
+    if (ec) refuse_entry(dir, "cannot list it: " + ec.message(), "check the folder's permissions");
+    std::sort(entries.folders.begin(), entries.folders.end());
+    std::sort(entries.pictures.begin(), entries.pictures.end());
+    return entries;
+  }
+
+  // Every folder of class `name` with its pictures, in the order of `sorted(os.walk(...))`.
+  std::vector<std::pair<std::string, std::vector<std::string>>> walk(
+      const std::string& name) const {
+    struct Pending {
+      std::string relative;
+      std::vector<FolderId> above;  // the folders it is in, the root first: a link back is a loop
+    };
+    std::vector<std::pair<std::string, std::vector<std::string>>> folders;
+    std::vector<Pending> pending = {{name, {folder_id_of(root_)}}};
+    while (!pending.empty()) {
+      Pending next = std::move(pending.back());
+      pending.pop_back();
+      const FolderId id = folder_id_of(root_ / next.relative);
+      if (std::find(next.above.begin(), next.above.end(), id) != next.above.end()) {
+        refuse_entry(root_ / next.relative, "a link loop: this folder is inside itself",
+                     "remove the link, which ImageFolder would follow until Python stops it");
+      }
+      FolderEntries entries = read(next.relative, /*pictures=*/true);
+      next.above.push_back(id);
+      for (const auto& sub : entries.folders)
+        pending.push_back({next.relative + "/" + sub, next.above});
+      folders.emplace_back(std::move(next.relative), std::move(entries.pictures));
+    }
+    std::sort(folders.begin(), folders.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    return folders;
+  }
+
+ private:
+  // What the entry is, following a link that stays inside the root (the directory's own record
+  // for anything else: no stat per file). A link that leads out or nowhere is refused where it
+  // can matter: a folder, or a file among pictures.
+  std::filesystem::file_type type_of(const std::filesystem::directory_entry& entry,
+                                     bool pictures) const {
+    std::error_code ec;
+    const auto own = entry.symlink_status(ec);
+    if (!std::filesystem::is_symlink(own)) return own.type();
+    const auto target = std::filesystem::canonical(entry.path(), ec);
+    if (ec) {
+      if (!pictures) return std::filesystem::file_type::not_found;
+      refuse_entry(entry.path(), "a link that leads nowhere", "remove it or point it at a picture");
+    }
+    const auto type = std::filesystem::status(target, ec).type();
+    const std::string inside = canonical_root_.string() + "/";
+    if ((type == std::filesystem::file_type::directory || pictures) &&
+        target.string().rfind(inside, 0) != 0) {
+      refuse_entry(entry.path(),
+                   "a link that leads out of the data folder " + canonical_root_.string() +
+                       ", to " + target.string(),
+                   "copy what it leads to into the data folder: nothing outside it is read");
+    }
+    return type;
+  }
+
+  // Whether the file `name` is a picture of ImageFolder's; refused when it is one that dptrain
+  // does not decode, or no regular file (a FIFO named x.png would stall the reader).
+  static bool is_picture(const std::filesystem::path& path, const std::string& name,
+                         std::filesystem::file_type type) {
+    const PictureExtension* extension = picture_extension(name);
+    if (extension == nullptr) return false;  // ImageFolder passes it by too
+    if (!extension->decoded) {
+      refuse_entry(
+          path, std::string("a ") + extension->format + " picture, which dptrain does not decode",
+          "convert it to PNG or JPEG, or move it out of the data folder");
+    }
+    if (type != std::filesystem::file_type::regular) {
+      refuse_entry(path, "no regular file", "remove it, or put the picture it stands for there");
+    }
+    return true;
+  }
+
+  std::filesystem::path root_;
+  std::filesystem::path canonical_root_;
+};
+
+}  // namespace
+
+std::string_view FolderListing::file(int64_t i) const {
+  const auto at = static_cast<size_t>(i);
+  const uint64_t begin = at == 0 ? 0 : ends_[at - 1];
+  return std::string_view(names_).substr(begin, ends_[at] - begin);
+}
+
+void FolderListing::add_file(std::string_view relative, int32_t label) {
+  names_.append(relative);
+  ends_.push_back(names_.size());
+  labels_.push_back(label);
+}
+
+FolderListing list_image_folder(const std::filesystem::path& root) {
+  const ImageFolderLister lister(root);
+  FolderListing listing;
+  const FolderEntries top = lister.read("", /*pictures=*/false);
+  if (top.folders.empty()) {
+    refuse_entry(root, "no class folder in it",
+                 "make one folder per class, each holding that class's pictures, as ImageFolder "
+                 "reads them");
+  }
+  for (size_t label = 0; label < top.folders.size(); ++label) {
+    const std::string& name = top.folders[label];
+    listing.add_class(name);
+    const int64_t before = listing.size();
+    for (const auto& [folder, pictures] : lister.walk(name)) {
+      for (const auto& picture : pictures) {
+        listing.add_file(folder + "/" + picture, static_cast<int32_t>(label));
+      }
+    }
+    if (listing.size() == before) {
+      refuse_entry(root / name, "a class folder with no picture in it (PNG, JPEG, PGM or PPM)",
+                   "put its pictures there, or remove the folder: ImageFolder refuses it too");
+    }
+  }
+  return listing;
+}
+
+}  // namespace dptrain::data
