@@ -42,6 +42,15 @@ torch::Tensor decode_jpeg_picture(const std::filesystem::path& name, const std::
     not_a_picture(name, problem);
   }
   check_size(name, info.width, info.height, limits);
+  // Decoded as grey or as RGB (data/jpeg_decode.h); libjpeg's own buffers are of the same order.
+  const int64_t sample_bytes = int64_t{info.width} * info.height * (info.grey ? 1 : 3);
+  if (sample_bytes > limits.max_sample_bytes) {
+    not_a_picture(name, "an image of " + std::to_string(info.width) + "x" +
+                            std::to_string(info.height) + " pixels whose samples take " +
+                            std::to_string(sample_bytes) + " bytes, more than the " +
+                            std::to_string(limits.max_sample_bytes >> 20) +
+                            " MiB dptrain decodes; scale it down first");
+  }
   torch::Tensor pixels;
   if (const std::string problem = decode_jpeg(bytes, info, channels, pixels); !problem.empty()) {
     not_a_picture(name, problem);

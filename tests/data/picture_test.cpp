@@ -155,6 +155,9 @@ TEST_CASE(
   CHECK_THAT(refusal_of("large.jpg", declaring('\xFF', '\xDC')),  // 65,500 a side
              ContainsSubstring("large.jpg: an image of 65500x65500 pixels, more than the 16 "
                                "megapixels or 16384 pixels a side dptrain decodes"));
+  CHECK_THAT(refusal_of("colour.jpg", declaring('\x0B', '\xB8')),  // 3,000 a side, RGB
+             ContainsSubstring("colour.jpg: an image of 3000x3000 pixels whose samples take "
+                               "27000000 bytes, more than the 16 MiB dptrain decodes"));
   CHECK_THAT(refusal_of("header.jpg", jpeg.substr(0, 3) + std::string(64, 'x')),
              ContainsSubstring("header.jpg: a JPEG whose header no decoder reads"));
 }

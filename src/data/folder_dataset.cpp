@@ -1,0 +1,64 @@
+#include "data/folder_dataset.h"
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/terminal.h"
+
+namespace dptrain::data {
+namespace {
+
+// A picture's file holds no more than its samples and a little (PNG's stored deflate blocks, PGM's
+// header, JPEG's tables; JPEG's samples are compressed): a file larger than that is refused
+// before it is read, as predict refuses one.
+size_t largest_picture_file(const PictureLimits& limits) {
+  return static_cast<size_t>(limits.max_sample_bytes) / 4 * 5 + (size_t{1} << 20);
+}
+
+}  // namespace
+
+FolderDataset::FolderDataset(std::filesystem::path root, FolderListing listing, int channels,
+                             PictureLimits limits)
+    : root_(std::move(root)), listing_(std::move(listing)), channels_(channels), limits_(limits) {
+  TORCH_CHECK(channels == 1 || channels == 3, "FolderDataset: channels must be 1 or 3");
+  TORCH_CHECK(listing_.size() > 0, "FolderDataset: an empty listing");
+  const torch::Tensor first = picture(0);
+  height_ = first.size(0);
+  width_ = first.size(1);
+}
+
+torch::Tensor FolderDataset::picture(int64_t i) const {
+  const std::filesystem::path path = root_ / std::string(listing_.file(i));
+  return decode_picture(path, core::read_regular_file(path, largest_picture_file(limits_)),
+                        channels_, limits_);
+}
+
+void FolderDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
+                               torch::Tensor& labels) const {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t values = channels_ * height_ * width_;
+  TORCH_CHECK(images.is_contiguous() && images.scalar_type() == torch::kFloat32 &&
+                  images.numel() >= n * values,
+              "FolderDataset: the image buffer is too small or not contiguous float32");
+  TORCH_CHECK(
+      labels.is_contiguous() && labels.scalar_type() == torch::kInt64 && labels.numel() >= n,
+      "FolderDataset: the label buffer is too small or not contiguous int64");
+  int64_t* dst_labels = labels.data_ptr<int64_t>();
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t i = indices[b];
+    TORCH_CHECK(i >= 0 && i < size(), "FolderDataset: index ", i, " out of range");
+    const torch::Tensor pixels = picture(i);
+    if (pixels.size(0) != height_ || pixels.size(1) != width_) {
+      throw core::Error(core::ErrorCode::kData,
+                        core::printable((root_ / std::string(listing_.file(i))).string()) +
+                            ": a picture of " + std::to_string(pixels.size(1)) + "x" +
+                            std::to_string(pixels.size(0)) + ", and the data set's are " +
+                            std::to_string(width_) + "x" + std::to_string(height_),
+                        "give every picture one size (a resize in the transforms is to come)");
+    }
+    // [H, W, C] as decoded to ToTensor's [C, H, W], v / 255.
+    images[b].copy_(pixels.permute({2, 0, 1}).to(torch::kFloat32).div_(255.0f));
+    dst_labels[b] = listing_.label(i);
+  }
+}
+
+}  // namespace dptrain::data
