@@ -94,7 +94,9 @@ int run_predict(const cli::Command& command) {
   }
   std::cout << std::flush;
   if (!failed) return 0;
-  spdlog::error("hint: give IDX image files (such as t10k-images-idx3-ubyte.gz) or PNG/PGM images");
+  spdlog::error(
+      "hint: give IDX image files (such as t10k-images-idx3-ubyte.gz) or PNG, JPEG or PGM/PPM "
+      "images");
   return core::exit_status(core::ErrorCode::kData);
 }
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <set>
 #include <system_error>
+#include <utility>
 
 #include "core/error.h"
 #include "core/terminal.h"
@@ -30,13 +32,14 @@ constexpr std::array<PictureExtension, 9> kExtensions = {{{".jpg", "JPEG", true}
                                                           {".webp", "WebP", false}}};
 
 // The extension `name` ends with, in any case (ImageFolder lowers the name first), or none.
+// Lowered by hand in ASCII: std::tolower follows the locale (Turkish has a dotless i).
 const PictureExtension* picture_extension(std::string_view name) {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c; };
   for (const auto& e : kExtensions) {
     const size_t n = std::strlen(e.suffix);
     if (name.size() >= n &&
-        std::equal(
-            e.suffix, e.suffix + n, name.end() - static_cast<std::ptrdiff_t>(n),
-            [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+        std::equal(e.suffix, e.suffix + n, name.end() - static_cast<std::ptrdiff_t>(n),
+                   [&](char a, char b) { return a == lower(b); })) {
       return &e;
     }
   }
@@ -48,13 +51,7 @@ const PictureExtension* picture_extension(std::string_view name) {
   throw core::Error(core::ErrorCode::kData, core::printable(entry.string()) + ": " + why, hint);
 }
 
-struct FolderId {
-  dev_t device;
-  ino_t inode;
-  bool operator==(const FolderId& other) const {
-    return device == other.device && inode == other.inode;
-  }
-};
+using FolderId = std::pair<dev_t, ino_t>;
 
 FolderId folder_id_of(const std::filesystem::path& folder) {
   struct stat st {};
@@ -84,7 +81,8 @@ class ImageFolderLister {
   }
 
   // The folder `relative` (to the root); its pictures too when `pictures` (the root's own files
-  // are no samples, and are never looked at).
+  // are no samples, and are never looked at). Entries that are neither folders nor pictures by
+  // name (a README, a notes.txt link to anywhere) are passed by unlooked at, as ImageFolder does.
   FolderEntries read(const std::string& relative, bool pictures) const {
     const std::filesystem::path dir = relative.empty() ? root_ : root_ / relative;
     FolderEntries entries;
@@ -93,17 +91,17 @@ class ImageFolderLister {
     if (ec) refuse_entry(dir, "cannot list it: " + ec.message(), "check the folder's permissions");
     for (; it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
+      const bool picture_name = pictures && picture_extension(name) != nullptr;
+      const auto type = type_of(*it, picture_name);
+      const bool wanted = type == std::filesystem::file_type::directory ||
+                          (picture_name && is_picture(it->path(), name, type));
+      if (!wanted) continue;
       if (!core::is_utf8(name)) {
         refuse_entry(it->path(), "a name that is not UTF-8",
-                     "rename it in UTF-8, as ImageFolder's "
-                     "users' file systems name files");
+                     "rename it in UTF-8, as ImageFolder's users' file systems name files");
       }
-      const auto type = type_of(*it, pictures);
-      if (type == std::filesystem::file_type::directory) {
-        entries.folders.push_back(name);
-      } else if (pictures && is_picture(it->path(), name, type)) {
-        entries.pictures.push_back(name);
-      }
+      (type == std::filesystem::file_type::directory ? entries.folders : entries.pictures)
+          .push_back(name);
     }
     if (ec) refuse_entry(dir, "cannot list it: " + ec.message(), "check the folder's permissions");
     std::sort(entries.folders.begin(), entries.folders.end());
@@ -111,7 +109,9 @@ class ImageFolderLister {
     return entries;
   }
 
-  // Every folder of class `name` with its pictures, in the order of `sorted(os.walk(...))`.
+  // Every folder of class `name` with its pictures, in the order of `sorted(os.walk(...))`. A
+  // folder reached twice within the class (through links) is refused: ImageFolder would list its
+  // pictures twice, and links fanning out level after level would make the walk exponential.
   std::vector<std::pair<std::string, std::vector<std::string>>> walk(
       const std::string& name) const {
     struct Pending {
@@ -120,6 +120,7 @@ class ImageFolderLister {
     };
     std::vector<std::pair<std::string, std::vector<std::string>>> folders;
     std::vector<Pending> pending = {{name, {folder_id_of(root_)}}};
+    std::set<FolderId> seen;
     while (!pending.empty()) {
       Pending next = std::move(pending.back());
       pending.pop_back();
@@ -127,6 +128,12 @@ class ImageFolderLister {
       if (std::find(next.above.begin(), next.above.end(), id) != next.above.end()) {
         refuse_entry(root_ / next.relative, "a link loop: this folder is inside itself",
                      "remove the link, which ImageFolder would follow until Python stops it");
+      }
+      if (!seen.insert(id).second) {
+        refuse_entry(root_ / next.relative,
+                     "a folder reached a second time within class " + core::printable(name) +
+                         ", through a link",
+                     "remove the link: ImageFolder would list the folder's pictures twice");
       }
       FolderEntries entries = read(next.relative, /*pictures=*/true);
       next.above.push_back(id);
@@ -142,7 +149,7 @@ class ImageFolderLister {
  private:
   // What the entry is, following a link that stays inside the root (the directory's own record
   // for anything else: no stat per file). A link that leads out or nowhere is refused where it
-  // can matter: a folder, or a file among pictures.
+  // can matter: a folder, or a file named as a picture.
   std::filesystem::file_type type_of(const std::filesystem::directory_entry& entry,
                                      bool pictures) const {
     std::error_code ec;

@@ -86,6 +86,13 @@ torch::Tensor decode_stb_picture(const std::filesystem::path& name, const std::s
                             " MiB dptrain decodes; scale it down or save it as 8-bit grey first");
   }
   if (starts_as_png(bytes)) {
+    // stb keeps a 16-bit grey sample's high byte; PIL opens such a file as mode I;16, whose
+    // convert("L") is not that: refused rather than decoded unlike torchvision.
+    if (stored == 1 && stbi_is_16_bit_from_memory(data, size) != 0) {
+      not_a_picture(
+          name,
+          "a 16-bit grey PNG, which dptrain does not decode as PIL does (save it as 8-bit grey)");
+    }
     if (const std::string problem = png_problem(bytes); !problem.empty()) {
       not_a_picture(name, "a PNG whose " + problem);
     }
@@ -104,6 +111,7 @@ torch::Tensor decode_stb_picture(const std::filesystem::path& name, const std::s
 
 torch::Tensor decode_picture(const std::filesystem::path& name, const std::string& bytes,
                              int channels, const PictureLimits& limits) {
+  TORCH_CHECK(channels == 1 || channels == 3, "decode_picture: channels must be 1 or 3");
   if (is_jpeg(bytes)) return decode_jpeg_picture(name, bytes, channels, limits);
   if (starts_as_png(bytes) || starts_as_pnm(bytes))
     return decode_stb_picture(name, bytes, channels, limits);

@@ -110,7 +110,8 @@ TEST_CASE(
 
 TEST_CASE(
     "what ImageFolder would list but never read right is refused naming it: a link out of the "
-    "folder or nowhere, a link loop, a WebP, a FIFO, a name not UTF-8, an empty class, no class",
+    "folder or nowhere, a link loop, links fanning out to one folder, a WebP, a FIFO, a name not "
+    "UTF-8, an empty class, no class, and what is no picture by name is passed by",
     "[data][folder][security]") {
   TempDir dir;
   write_real_subset(dir / "data", 1, 0);
@@ -143,6 +144,22 @@ TEST_CASE(
   root = two_classes(dir, "latin1");
   std::filesystem::copy_file(dir / "picture.png", root / "one" / "caf\xe9.png");
   CHECK_THAT(refusal(root), ContainsSubstring("one/caf\\xe9.png: a name that is not UTF-8"));
+  // What is neither a folder nor named as a picture is passed by unlooked at, as ImageFolder
+  // passes it by: a name not UTF-8, a link to nowhere, a link out of the folder.
+  root = two_classes(dir, "passed-by");
+  write_text(root / "one" / "caf\xe9.txt", "notes");
+  std::filesystem::create_symlink(root / "gone", root / "one" / "notes.txt");
+  std::filesystem::create_symlink(dir / "picture.png", root / "two" / "LICENSE");
+  write_text(root / "caf\xe9", "beside the classes");
+  CHECK(data::list_image_folder(root).size() == 2);
+  // Links fanning out to one folder: ImageFolder would list it once per way in.
+  root = two_classes(dir, "fan-out");
+  std::filesystem::create_directories(root / "one" / "d0");
+  std::filesystem::create_directories(root / "one" / "d1");
+  std::filesystem::create_symlink(root / "one" / "d1", root / "one" / "d0" / "x");
+  std::filesystem::create_symlink(root / "one" / "d1", root / "one" / "d0" / "y");
+  CHECK_THAT(refusal(root), ContainsSubstring("one/d0/y: a folder reached a second time within "
+                                              "class one, through a link"));
   root = two_classes(dir, "empty");
   std::filesystem::create_directories(root / "three" / "sub");
   write_text(root / "three" / "sub" / "notes.txt", "no picture");
