@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/log.h"
-#include "data/classes.h"
 #include "launch/environment.h"
 #include "train/evaluate_model.h"
 
@@ -48,11 +47,11 @@ int run_evaluate(const cli::Command& command, const std::vector<std::string>& ar
   spdlog::info("evaluating {} on its {} set in batches of {}, with the experiment of {}",
                command.model_file.string(), command.split, config.data.batch_size, source);
   const train::Split split = command.split == "val" ? train::Split::kVal : train::Split::kTest;
-  const train::EvalResult result =
+  const train::ModelEvaluation evaluation =
       train::evaluate_model_file(config, rank, command.model_file, split);
   if (rank.rank != 0) return 0;
-  // A copy: GCC 14 warns, wrongly, that a reference would dangle with its argument a temporary.
-  const std::vector<std::string> classes = data::class_names(config::name_of(config.data.dataset));
+  const train::EvalResult& result = evaluation.result;
+  const std::vector<std::string>& classes = evaluation.classes;
   std::cout << train::format_evaluation(result, classes, command.split) << std::flush;
   if (command.report_file) {
     const auto report = train::evaluation_json(result, classes, command.split, command.model_file);

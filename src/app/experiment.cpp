@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/registry.h"
+#include "model/state_dict.h"
 #include "run/checkpoint_format.h"
 
 namespace dptrain::app {
@@ -50,6 +51,13 @@ config::Config resolve_run_experiment(const cli::Command& command, const std::st
                                 model::model_names());
 }
 
+// What the model file itself records of its run's experiment (a checkpoint's config, model.pt's
+// record), as JSON text; nothing when it records none.
+std::optional<std::string> recorded_experiment(const std::filesystem::path& model) {
+  if (auto text = run::checkpoint_config_text(model)) return text;
+  return model::state_dict_experiment(model);
+}
+
 }  // namespace
 
 config::Config resolve(const cli::Command& command) {
@@ -57,22 +65,40 @@ config::Config resolve(const cli::Command& command) {
 }
 
 config::Config resolve_for_model(const cli::Command& command, std::string& source) {
+  const std::filesystem::path& model = command.model_file;
   if (command.config_file) {
     source = command.config_file->string() + " (--config)";
-    return resolve(command);
+    config::Config config = resolve(command);
+    // The model was made for the data its file records: an experiment file that leaves the
+    // classes, channels or size to the data takes them from there, so that other data is refused.
+    if (const auto text = recorded_experiment(model)) {
+      const config::Config recorded = resolve_run_experiment(command, *text, model.string());
+      config::DataConfig& d = config.data;
+      if (d.classes.empty()) d.classes = recorded.data.classes;
+      if (d.channels == 0) d.channels = recorded.data.channels;
+      if (d.image_size.empty()) d.image_size = recorded.data.image_size;
+    }
+    return config;
   }
-  const std::filesystem::path& model = command.model_file;
   if (const auto text = run::checkpoint_config_text(model)) {
     source = "the checkpoint's own";
     return resolve_run_experiment(command, *text, model.string() + " (its config)");
   }
+  // The run's config.json first (a person may have edited it: data.dir on this machine), then
+  // model.pt's own record, for a model file that travels alone.
   const std::filesystem::path beside = model.parent_path() / "config.json";
   std::error_code ec;
   if (std::filesystem::is_regular_file(beside, ec)) {
     source = beside.string() + " (beside the model)";
     return resolve_run_experiment(command, core::read_text_file(beside), beside.string());
   }
-  source = "the defaults (no config.json beside the model; give the run's with --config)";
+  if (const auto text = model::state_dict_experiment(model)) {
+    source = "the model file's own";
+    return resolve_run_experiment(command, *text, model.string() + " (its experiment)");
+  }
+  source =
+      "the defaults (no config.json beside the model, none in it; give the run's with "
+      "--config)";
   return config::resolve_config(std::nullopt, "defaults", overrides_of(command),
                                 model::model_names());
 }

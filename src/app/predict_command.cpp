@@ -49,7 +49,7 @@ void print_answer(const std::string& input, const std::vector<Ranked>& ranked,
   }
   std::cout << fmt::format("{:<40}", core::printable(input));  // a name may hold any byte
   for (const auto& r : ranked) {
-    std::cout << fmt::format("  {:>11} {:.4f}", classes[r.label], r.probability);
+    std::cout << fmt::format("  {:>11} {:.4f}", core::printable(classes[r.label]), r.probability);
   }
   std::cout << "\n";
 }
@@ -64,8 +64,8 @@ int run_predict(const cli::Command& command) {
   spdlog::info("predicting with {}, with the experiment of {}", command.model_file.string(),
                source);
   train::Classifier classifier(config, command.model_file);
-  // A copy: GCC 14 warns, wrongly, that a reference would dangle with its argument a temporary.
-  const std::vector<std::string> classes = data::class_names(config::name_of(config.data.dataset));
+  const std::vector<std::string> classes = data::class_names_of(config.data);
+  const data::InputShape shape = data::input_shape_of(config.data);
   const int top = std::min<int>(command.top, static_cast<int>(classes.size()));
   if (!command.json && isatty(STDOUT_FILENO)) {
     std::cout << fmt::format("{:<40}  top {} classes with their probabilities\n", "input", top);
@@ -74,7 +74,7 @@ int run_predict(const cli::Command& command) {
   for (const auto& path : command.inputs) {
     std::vector<data::InputImage> images;
     try {
-      images = data::read_input_images(path, command.index);
+      images = data::read_input_images(path, command.index, shape);
     } catch (const core::Error& e) {
       spdlog::error("{}: {}", core::code_name(e.code()), e.what());
       failed = true;

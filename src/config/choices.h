@@ -12,7 +12,7 @@
 
 namespace dptrain::config {
 
-enum class Dataset { kFashionMnist, kMnist };
+enum class Dataset { kFashionMnist, kMnist, kFolder };
 enum class DataPlacement { kAuto, kHost, kDevice };
 enum class OptimizerName { kSgd, kAdam, kAdamw };
 enum class SchedulerName { kNone, kStep, kCosine, kOnecycle };
@@ -34,8 +34,9 @@ using NameTable = std::array<std::pair<E, std::string_view>, N>;
 
 template <>
 struct ChoiceNames<Dataset> {
-  static constexpr NameTable<Dataset, 2> kNames{
-      {{Dataset::kFashionMnist, "fashion-mnist"}, {Dataset::kMnist, "mnist"}}};
+  static constexpr NameTable<Dataset, 3> kNames{{{Dataset::kFashionMnist, "fashion-mnist"},
+                                                 {Dataset::kMnist, "mnist"},
+                                                 {Dataset::kFolder, "folder"}}};
 };
 template <>
 struct ChoiceNames<DataPlacement> {

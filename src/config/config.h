@@ -10,12 +10,13 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "config/choices.h"
+#include "config/transforms.h"
 
 namespace dptrain::config {
 
 struct DataConfig {
   Dataset dataset = Dataset::kFashionMnist;
-  std::string dir;           // empty: $DPTRAIN_DATA_DIR, ./data/<dataset>, system
+  std::string dir;  // IDX: empty searches $DPTRAIN_DATA_DIR, ./data/<dataset>, system; folder: DIR
   int64_t batch_size = 256;  // global: summed over every device
   bool drop_last = false;
   DataPlacement placement = DataPlacement::kAuto;  // auto: device on GPUs, host on CPUs
@@ -23,6 +24,16 @@ struct DataConfig {
   int64_t prefetch_batches = 0;  // host placement: batches ready ahead; 0: 2 per worker
   bool pin_memory = false;       // host placement to a GPU: pinned buffers, async copies
   double val_split = 0;          // training set share held out for validation, by the seed
+  // What the data is, filled in from it in the run's resolved config (config.json, checkpoints):
+  // given, the data must be so (evaluate with a run's config checks its test folder's classes).
+  int64_t channels = 0;                 // 0: the data's (IDX 1; folder 3, as ImageFolder's RGB)
+  std::vector<std::string> classes;     // empty: the data's, by label
+  std::vector<int64_t> image_size;      // [H, W]; empty: the data's
+  int64_t max_image_pixels = 89478485;  // a picture declaring more is refused (PIL's bomb guard)
+  // Applied in order to each training (evaluation: validation and test) sample; draws seeded by
+  // (seed, epoch, sample index).
+  std::vector<TransformSpec> train_transforms;
+  std::vector<TransformSpec> eval_transforms;
 };
 
 struct ModelConfig {
@@ -30,6 +41,10 @@ struct ModelConfig {
   double init_std = 0.01;  // weights ~ N(0, init_std^2) (d2l)
   // BatchNorm's statistics over the global batch under ddp (torch.nn.SyncBatchNorm).
   bool sync_batchnorm = false;
+  // What the model takes and gives: no keys of their own, but the data's (model::model_config_for).
+  int64_t in_channels = 1;
+  int64_t num_classes = 10;
+  std::vector<int64_t> input_size = {28, 28};  // [H, W]
 };
 
 struct OptimizerConfig {

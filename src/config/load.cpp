@@ -220,6 +220,22 @@ void check_slow_link_settings(const Checker& check, const Config& c) {
   }
 }
 
+void check_data(const Checker& check, const DataConfig& d) {
+  if (d.channels == 2) {
+    check.fail("data.channels", "is 2; pictures are converted to 1 channel (grey) or 3 (RGB)",
+               "use 1, 3, or 0 for the data's own");
+  }
+  if (d.dataset != Dataset::kFolder && d.channels == 3) {
+    check.fail("data.channels",
+               "is 3, and \"" + name_of(d.dataset) + "\" is IDX files of grey pictures",
+               "use 1 (or 0) with IDX data sets");
+  }
+  if (d.dataset == Dataset::kFolder && d.dir.empty()) {
+    check.fail("data.dataset", "is \"folder\", and data.dir, the folder to read, is empty",
+               "set data.dir to the folder holding train/<class>/... and test/<class>/...");
+  }
+}
+
 // Every key through its declaration (type and range), then the checks that span several keys.
 Config from_tree(const json& tree, const KeySources& sources,
                  const std::vector<std::string>& model_names) {
@@ -235,6 +251,7 @@ Config from_tree(const json& tree, const KeySources& sources,
                "first replica's, as torch.nn.DataParallel does",
                "use parallel.backend \"ddp\" (one rank per device), or sync_batchnorm false");
   }
+  check_data(check, c.data);
   check_early_stopping(check, c.early_stopping, c.checkpoint.save_best, c.data.val_split);
   check_optimizer(check, c.optimizer);
   check_scheduler(check, c.scheduler);

@@ -25,6 +25,14 @@ std::string number_text(double v) {
   return out.str();
 }
 
+// What the pictures dptrain decodes may be a side (data/picture.h), and a sample at most: a run's
+// record sets what predict resizes to, and must not make it hold gigabytes.
+constexpr int64_t kMostPictureSide = 16384;
+constexpr int64_t kMostSamplePixels = int64_t{1} << 24;
+// A hundred times ImageNet's classes: a record naming more would build a larger model than its
+// weights are.
+constexpr size_t kMostClasses = 100000;
+
 // Integers in [min, max].
 template <typename Field>
 KeySpec integer(const char* path, Field field, int64_t min, std::string doc,
@@ -138,7 +146,21 @@ KeySpec strings(const char* path, Field field, std::string allowed, std::string 
           std::move(allowed),
           std::move(doc),
           [field](const Config& c) { return json(field(c)); },
-          [field](const json& v, Config& c, const Checker&) {
+          [field, path = std::string(path)](const json& v, Config& c, const Checker& check) {
+            if (v.size() > kMostClasses) {
+              check.fail(path,
+                         "holds " + std::to_string(v.size()) + " entries, more than the " +
+                             std::to_string(kMostClasses) + " dptrain takes",
+                         "a list of names, one per class");
+            }
+            // An empty default leaves the entries' type to be checked here.
+            for (size_t i = 0; i < v.size(); ++i) {
+              if (!v[i].is_string()) {
+                check.fail(path,
+                           "entry " + std::to_string(i) + " is " + v[i].dump() + ", not a string",
+                           "write a list of strings, such as [\"cat\", \"dog\"]");
+              }
+            }
             field(c) = v.get<std::vector<std::string>>();
           }};
 }
@@ -167,6 +189,56 @@ KeySpec unit_pair(const char* path, Field field, std::string doc) {
           }};
 }
 
+// A picture's size, [height, width], each 1 or more; or empty: the data's.
+template <typename Field>
+KeySpec picture_size(const char* path, Field field, std::string doc) {
+  return {path,
+          "list of integers",
+          "`[]`, or `[height, width]` each 1 or more",
+          std::move(doc),
+          [field](const Config& c) { return json(field(c)); },
+          [field, path = std::string(path)](const json& v, Config& c, const Checker& check) {
+            for (const json& side : v) {
+              if (!side.is_number_integer()) {
+                check.fail(path, "holds " + side.dump() + ", not a whole number",
+                           "write [height, width] in pixels, such as [96, 96]");
+              }
+            }
+            const auto values = v.get<std::vector<int64_t>>();
+            if (!values.empty() && values.size() != 2) {
+              check.fail(
+                  path,
+                  "must hold [height, width], got " + std::to_string(values.size()) + " numbers",
+                  "leave it [] for the data's own size");
+            }
+            for (const int64_t side : values) {
+              check.at_least(path, side, 1);
+              check.at_most(path, side, kMostPictureSide);
+            }
+            if (values.size() == 2 && values[0] * values[1] > kMostSamplePixels) {
+              check.fail(path,
+                         "asks for samples of " + std::to_string(values[0] * values[1]) +
+                             " pixels, more than the " + std::to_string(kMostSamplePixels) +
+                             " a model takes here",
+                         "resize the pictures smaller (data.train_transforms)");
+            }
+            field(c) = values;
+          }};
+}
+
+// A list of torchvision transforms (config/transforms.h).
+template <typename Field>
+KeySpec transform_list(const char* path, Field field, std::string doc) {
+  return {path,
+          "list of transforms",
+          "objects `{\"name\": ..., param: value}` (see [Transforms](#transforms))",
+          std::move(doc),
+          [field](const Config& c) { return transforms_json(field(c)); },
+          [field, path = std::string(path)](const json& v, Config& c, const Checker& check) {
+            field(c) = parse_transforms(v, path, check);
+          }};
+}
+
 // Beyond these a typo is likelier than a need: each worker is a thread, each prefetched batch a
 // buffer (pinned memory, with pin_memory).
 constexpr int64_t kMaxWorkers = 64;
@@ -175,9 +247,12 @@ constexpr int64_t kMaxRestarts = 1000;
 
 std::vector<KeySpec> data_keys() {
   return {
-      choice(KEY(data.dataset), "the data set (the same IDX layout for both)"),
+      choice(KEY(data.dataset),
+             "the data set: the IDX files of Fashion-MNIST or MNIST, or a `folder` of pictures "
+             "in torchvision's ImageFolder layout (see [Your own images](#your-own-images))"),
       text(KEY(data.dir), "a folder",
-           "folder of the IDX files; empty: see [data/README.md](../data/README.md)"),
+           "IDX: the folder of the four files, empty: see [data/README.md](../data/README.md); "
+           "folder: the one holding `train/<class>/...` and `test/<class>/...`"),
       integer(KEY(data.batch_size), 1, "global batch size, summed over every device"),
       boolean(KEY(data.drop_last), "drop a short last training batch"),
       choice(KEY(data.placement),
@@ -196,6 +271,28 @@ std::vector<KeySpec> data_keys() {
              {0, true, 1.0, "0 holds nothing out; 0.1 holds out a tenth of the training set"},
              "share of the training set held out for validation, picked by `seed` (0.1: 6,000 "
              "of 60,000); 0: none"),
+      integer(KEY(data.channels), 0,
+              "the pictures' channels: 1 converts as PIL's `convert(\"L\")`, 3 as "
+              "`convert(\"RGB\")`; 0: the data's (IDX 1, folder 3 as ImageFolder's loader). A "
+              "run's config.json holds what it was",
+              3),
+      strings(KEY(data.classes), "class names",
+              "the classes by label; []: the data's (a folder's: its class folders, sorted). A "
+              "run's config.json holds them; given, the data must have exactly these"),
+      picture_size(KEY(data.image_size),
+                   "the size of the samples the model sees; []: the data's. A run's config.json "
+                   "holds it; given, the data must have it"),
+      transform_list(KEY(data.train_transforms),
+                     "applied in order to each training sample, as torchvision's transforms.v2 "
+                     "with the same names and parameters; random ones draw from (seed, epoch, "
+                     "sample index)"),
+      transform_list(KEY(data.eval_transforms),
+                     "applied in order to each validation and test sample (and by predict)"),
+      integer(KEY(data.max_image_pixels), 1,
+              "folder: a picture whose header declares more pixels is refused before it is "
+              "decoded (the default is PIL's MAX_IMAGE_PIXELS, above which PIL warns; at most "
+              "16384 x 16384, the largest side dptrain decodes)",
+              int64_t{16384} * 16384),
   };
 }
 

@@ -79,7 +79,9 @@ std::optional<StagedBatch> BatchPipeline::assemble(int64_t k) {
   const c10::ArrayRef<int64_t> indices = plan_.indices(k);
   std::optional<StagedBatch> staged =
       pool_->acquire(static_cast<int64_t>(indices.size()), cancelled_);
-  if (staged) dataset_->fill_batch(indices, staged->batch.images, staged->batch.labels);
+  if (staged) {
+    dataset_->fill_epoch_batch(indices, options_.epoch, staged->batch.images, staged->batch.labels);
+  }
   return staged;
 }
 

@@ -32,7 +32,7 @@ class BatchPipeline {
   struct Options {
     int64_t workers = 0;
     int64_t depth = 2;  // batches assembled or being assembled ahead of the consumer
-    int64_t epoch = 0;  // for messages
+    int64_t epoch = 0;  // what random transforms draw for, and for messages
   };
   BatchPipeline(std::shared_ptr<const Dataset> dataset, BatchPlan plan,
                 std::shared_ptr<StagingPool> pool, Options options);

@@ -17,4 +17,15 @@ const std::vector<std::string>& class_names(const std::string& dataset) {
                     "use fashion-mnist or mnist");
 }
 
+std::vector<std::string> class_names_of(const config::DataConfig& data) {
+  if (!data.classes.empty()) return data.classes;
+  if (data.dataset == config::Dataset::kFolder) {
+    throw core::Error(core::ErrorCode::kConfig,
+                      "data.classes: the experiment reads a folder and names no classes",
+                      "give the model's own run (its model.pt holds them, or config.json beside "
+                      "it), not the experiment file it was trained from");
+  }
+  return class_names(config::name_of(data.dataset));
+}
+
 }  // namespace dptrain::data

@@ -20,4 +20,19 @@ StoredSplit Dataset::stored_split() const {
   return {everything.images, everything.labels, torch::Tensor()};
 }
 
+void check_batch_buffers(const torch::Tensor& images, const torch::Tensor& labels, int64_t n,
+                         int64_t values, const char* who) {
+  TORCH_CHECK(images.is_contiguous() && images.scalar_type() == torch::kFloat32 &&
+                  images.numel() >= n * values,
+              who, ": the image buffer is too small or not contiguous float32");
+  TORCH_CHECK(
+      labels.is_contiguous() && labels.scalar_type() == torch::kInt64 && labels.numel() >= n, who,
+      ": the label buffer is too small or not contiguous int64");
+}
+
+RawSample Dataset::raw_sample(int64_t i) const {
+  (void)i;
+  TORCH_CHECK(false, "this data set keeps no stored form of its samples for transforms");
+}
+
 }  // namespace dptrain::data

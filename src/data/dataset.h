@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dptrain::data {
@@ -26,6 +27,11 @@ struct StoredSplit {
   torch::Tensor decode_table;
 };
 
+struct RawSample {
+  torch::Tensor pixels;  // uint8 [C, H, W]
+  int64_t label = 0;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -37,11 +43,28 @@ class Dataset {
   // Called from loader worker threads: must not modify the dataset.
   virtual void fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
                           torch::Tensor& labels) const = 0;
+  // The same as epoch `epoch` draws it: only random transforms depend on the epoch, so by default
+  // fill_batch. The loaders call this one.
+  virtual void fill_epoch_batch(c10::ArrayRef<int64_t> indices, int64_t epoch,
+                                torch::Tensor& images, torch::Tensor& labels) const {
+    (void)epoch;
+    fill_batch(indices, images, labels);
+  }
   // The whole split as tensors; by default every sample decoded to float.
   virtual StoredSplit stored_split() const;
+  // Sample i as stored, uint8 [C, H, W], and its label: what transforms start from. A source that
+  // keeps no such form (a test's) throws.
+  virtual RawSample raw_sample(int64_t i) const;
+  // What names sample i in an error: its file, or its index.
+  virtual std::string sample_name(int64_t i) const { return "sample " + std::to_string(i); }
 
   // A freshly allocated batch of these indices.
   Batch get_batch(c10::ArrayRef<int64_t> indices) const;
 };
+
+// fill_batch's contract on the caller's buffers for `n` samples of `values` values each; `who`
+// names the data set in the internal error.
+void check_batch_buffers(const torch::Tensor& images, const torch::Tensor& labels, int64_t n,
+                         int64_t values, const char* who);
 
 }  // namespace dptrain::data

@@ -36,12 +36,7 @@ void FolderDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& im
                                torch::Tensor& labels) const {
   const int64_t n = static_cast<int64_t>(indices.size());
   const int64_t values = channels_ * height_ * width_;
-  TORCH_CHECK(images.is_contiguous() && images.scalar_type() == torch::kFloat32 &&
-                  images.numel() >= n * values,
-              "FolderDataset: the image buffer is too small or not contiguous float32");
-  TORCH_CHECK(
-      labels.is_contiguous() && labels.scalar_type() == torch::kInt64 && labels.numel() >= n,
-      "FolderDataset: the label buffer is too small or not contiguous int64");
+  check_batch_buffers(images, labels, n, values, "FolderDataset");
   int64_t* dst_labels = labels.data_ptr<int64_t>();
   for (int64_t b = 0; b < n; ++b) {
     const int64_t i = indices[b];
@@ -53,12 +48,22 @@ void FolderDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& im
                             ": a picture of " + std::to_string(pixels.size(1)) + "x" +
                             std::to_string(pixels.size(0)) + ", and the data set's are " +
                             std::to_string(width_) + "x" + std::to_string(height_),
-                        "give every picture one size (a resize in the transforms is to come)");
+                        "give every picture one size, or make them one with a resize or a crop "
+                        "in data.train_transforms and data.eval_transforms");
     }
     // [H, W, C] as decoded to ToTensor's [C, H, W], v / 255.
     images[b].copy_(pixels.permute({2, 0, 1}).to(torch::kFloat32).div_(255.0f));
     dst_labels[b] = listing_.label(i);
   }
+}
+
+RawSample FolderDataset::raw_sample(int64_t i) const {
+  TORCH_CHECK(i >= 0 && i < size(), "FolderDataset: index ", i, " out of range");
+  return {picture(i).permute({2, 0, 1}), listing_.label(i)};
+}
+
+std::string FolderDataset::sample_name(int64_t i) const {
+  return core::printable((root_ / std::string(listing_.file(i))).string());
 }
 
 }  // namespace dptrain::data

@@ -23,6 +23,9 @@ class FolderDataset : public Dataset {
   std::vector<int64_t> sample_shape() const override { return {channels_, height_, width_}; }
   void fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
                   torch::Tensor& labels) const override;
+  // A picture as decoded, of whatever size it has.
+  RawSample raw_sample(int64_t i) const override;
+  std::string sample_name(int64_t i) const override;
   const FolderListing& listing() const { return listing_; }
 
  private:

@@ -7,11 +7,12 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "data/subset.h"
 
 namespace dptrain::data {
 
-HeldOut hold_out(const ImageDataset& train, double fraction, int64_t seed) {
-  const int64_t n = train.size();
+HeldOut hold_out(const std::shared_ptr<const Dataset>& train, double fraction, int64_t seed) {
+  const int64_t n = train->size();
   const auto n_val = static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
   if (n_val < 1 || n_val >= n) {
     throw core::Error(
@@ -29,8 +30,8 @@ HeldOut hold_out(const ImageDataset& train, double fraction, int64_t seed) {
   std::vector<int64_t> rest(p + n_val, p + n);
   std::sort(val.begin(), val.end());
   std::sort(rest.begin(), rest.end());
-  return {std::make_shared<const ImageDataset>(train.subset(rest)),
-          std::make_shared<const ImageDataset>(train.subset(val))};
+  return {std::make_shared<const SubsetDataset>(train, std::move(rest)),
+          std::make_shared<const SubsetDataset>(train, std::move(val))};
 }
 
 }  // namespace dptrain::data

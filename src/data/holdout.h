@@ -4,18 +4,18 @@
 
 #include <memory>
 
-#include "data/image_dataset.h"
+#include "data/dataset.h"
 
 namespace dptrain::data {
 
 struct HeldOut {
-  std::shared_ptr<const ImageDataset> train;
-  std::shared_ptr<const ImageDataset> val;
+  std::shared_ptr<const Dataset> train;
+  std::shared_ptr<const Dataset> val;
 };
 
 // Moves round(fraction * N) samples of `train`, picked by a permutation seeded from `seed`, into
-// `val`; both keep their samples in file order. Throws a config error naming data.val_split when
-// that leaves either part empty.
-HeldOut hold_out(const ImageDataset& train, double fraction, int64_t seed);
+// `val`; both keep their samples in file order, as views of `train` (nothing is copied). Throws a
+// config error naming data.val_split when that leaves either part empty.
+HeldOut hold_out(const std::shared_ptr<const Dataset>& train, double fraction, int64_t seed);
 
 }  // namespace dptrain::data

@@ -47,12 +47,6 @@ ImageDataset::ImageDataset(torch::Tensor images, torch::Tensor labels, int64_t n
   }
 }
 
-ImageDataset ImageDataset::subset(const std::vector<int64_t>& indices) const {
-  const torch::Tensor rows = torch::tensor(indices, torch::kInt64);
-  return ImageDataset(images_.index_select(0, rows).contiguous(), labels_.index_select(0, rows),
-                      num_classes_);
-}
-
 ImageDataset ImageDataset::from_idx_files(const std::filesystem::path& images_file,
                                           const std::filesystem::path& labels_file,
                                           int64_t num_classes) {
@@ -91,12 +85,7 @@ void ImageDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& ima
                               torch::Tensor& labels) const {
   const int64_t n = static_cast<int64_t>(indices.size());
   const int64_t pixels = images_.size(1) * images_.size(2);
-  TORCH_CHECK(images.is_contiguous() && images.scalar_type() == torch::kFloat32 &&
-                  images.numel() >= n * pixels,
-              "ImageDataset: the image buffer is too small or not contiguous float32");
-  TORCH_CHECK(
-      labels.is_contiguous() && labels.scalar_type() == torch::kInt64 && labels.numel() >= n,
-      "ImageDataset: the label buffer is too small or not contiguous int64");
+  check_batch_buffers(images, labels, n, pixels, "ImageDataset");
   const uint8_t* src = images_.data_ptr<uint8_t>();
   const uint8_t* src_labels = labels_.data_ptr<uint8_t>();
   float* dst = images.data_ptr<float>();
@@ -117,6 +106,11 @@ StoredSplit ImageDataset::stored_split() const {
   torch::Tensor table = torch::empty({256}, torch::kFloat32);
   std::copy(scale.begin(), scale.end(), table.data_ptr<float>());
   return {images_.unsqueeze(1), labels_, table};
+}
+
+RawSample ImageDataset::raw_sample(int64_t i) const {
+  TORCH_CHECK(i >= 0 && i < size(), "ImageDataset: index ", i, " out of range");
+  return {images_[i].unsqueeze(0), labels_[i].item<int64_t>()};
 }
 
 }  // namespace dptrain::data

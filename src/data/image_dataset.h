@@ -17,15 +17,13 @@ class ImageDataset : public Dataset {
   static ImageDataset from_idx_files(const std::filesystem::path& images_file,
                                      const std::filesystem::path& labels_file, int64_t num_classes);
 
-  // A data set of these samples (rows, in this order), copied out of this one.
-  ImageDataset subset(const std::vector<int64_t>& indices) const;
-
   int64_t size() const override { return images_.size(0); }
   std::vector<int64_t> sample_shape() const override;
   void fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,
                   torch::Tensor& labels) const override;
   // The uint8 images themselves and the v / 255 table: a quarter of the float size on a device.
   StoredSplit stored_split() const override;
+  RawSample raw_sample(int64_t i) const override;
 
  private:
   torch::Tensor images_;

@@ -8,6 +8,7 @@
 #include "data/idx.h"
 #include "data/picture.h"
 #include "data/pil_resize.h"
+#include "data/transforms.h"
 
 namespace dptrain::data {
 namespace {
@@ -37,7 +38,7 @@ bool is_idx(const std::string& bytes) {
 
 // Every image of the file, or image `index` alone (the others read past, not kept).
 std::vector<InputImage> read_idx_images(const std::filesystem::path& path,
-                                        std::optional<int64_t> index) {
+                                        std::optional<int64_t> index, const InputShape& shape) {
   // The header first: a file of more images than predict takes is refused before its values.
   const IdxArray header = read_idx_items(path, 0, 0);
   if (header.dims.size() != 3 || header.dims[1] != kSide || header.dims[2] != kSide) {
@@ -75,26 +76,65 @@ std::vector<InputImage> read_idx_images(const std::filesystem::path& path,
       torch::from_blob(idx.values.data(), {taken, kSide, kSide}, torch::kUInt8);
   std::vector<InputImage> images;
   for (int64_t i = 0; i < taken; ++i) {
-    images.push_back({path.string() + "#" + std::to_string(first + i), to_model_input(all[i])});
+    // Grey as PIL's convert("RGB") makes it three channels: the value repeated.
+    const torch::Tensor pixels = all[i].unsqueeze(2).expand({kSide, kSide, shape.channels});
+    images.push_back(
+        {path.string() + "#" + std::to_string(first + i), to_model_input(pixels, shape)});
   }
   return images;
 }
 
 }  // namespace
 
-torch::Tensor to_model_input(const torch::Tensor& grey) {
-  const torch::Tensor pixels = pil_bilinear_resize(grey, kSide, kSide);
-  return (pixels.to(torch::kFloat32) / 255.0f).unsqueeze(0);  // ToTensor
+torch::Tensor to_model_input(const torch::Tensor& pixels, const InputShape& shape,
+                             const std::string& name) {
+  TORCH_CHECK(pixels.dim() == 3 && pixels.size(2) == shape.channels,
+              "to_model_input: pixels must be [h, w, ", shape.channels, "]");
+  if (!shape.transforms.empty()) {
+    // The size first, from the shapes alone: a record's transforms must not allocate what the
+    // model cannot take.
+    const std::vector<int64_t> made =
+        shape_after(shape.transforms, {shape.channels, pixels.size(0), pixels.size(1)});
+    if (made[1] != shape.height || made[2] != shape.width) {
+      throw core::Error(core::ErrorCode::kData,
+                        name + ": the run's data.eval_transforms make it " +
+                            std::to_string(made[2]) + "x" + std::to_string(made[1]) +
+                            ", and the model takes " + std::to_string(shape.width) + "x" +
+                            std::to_string(shape.height),
+                        "give a picture of the size the run's pictures had");
+    }
+    at::Generator generator = sample_generator(/*seed=*/0, /*epoch=*/0, /*index=*/0);
+    return apply_transforms(shape.transforms, pixels.permute({2, 0, 1}), generator);
+  }
+  std::vector<torch::Tensor> planes;
+  for (int64_t c = 0; c < shape.channels; ++c) {
+    planes.push_back(
+        pil_bilinear_resize(pixels.select(2, c).contiguous(), shape.height, shape.width));
+  }
+  return torch::stack(planes).to(torch::kFloat32) / 255.0f;  // ToTensor
+}
+
+InputShape input_shape_of(const config::DataConfig& data) {
+  InputShape shape;
+  shape.channels = data.channels > 0                          ? data.channels
+                   : data.dataset == config::Dataset::kFolder ? 3
+                                                              : 1;
+  if (!data.image_size.empty()) {
+    shape.height = data.image_size[0];
+    shape.width = data.image_size[1];
+  }
+  shape.transforms = data.eval_transforms;
+  return shape;
 }
 
 std::vector<InputImage> read_input_images(const std::filesystem::path& path,
-                                          std::optional<int64_t> index) {
+                                          std::optional<int64_t> index, const InputShape& shape) {
   const core::ReadOnlyFile file(path);  // names a missing file, a folder or a device
   std::string head(std::min<uint64_t>(file.size(), 4), '\0');
   file.read(0, head.size(), head.data());
   if (head.empty()) not_an_image(path, "an empty file");
   // An IDX file is read as a stream, of any size, keeping only what is asked for.
-  if (is_idx(head)) return read_idx_images(path, index);
+  if (is_idx(head)) return read_idx_images(path, index, shape);
   if (index) not_an_image(path, "--index applies to IDX files, and this is none");
   if (file.size() > kMaxPictureFileBytes) {
     not_an_image(path, "a file of " + std::to_string(file.size()) + " bytes, more than the " +
@@ -103,8 +143,10 @@ std::vector<InputImage> read_input_images(const std::filesystem::path& path,
   }
   std::string bytes(file.size(), '\0');
   file.read(0, bytes.size(), bytes.data());
-  // [H, W, 1]: PIL's convert("L"), as torchvision's Grayscale() makes it.
-  return {{path.string(), to_model_input(decode_picture(path, bytes, 1).squeeze(2))}};
+  // PIL's convert("L") (as torchvision's Grayscale() makes it) or convert("RGB").
+  const int channels = static_cast<int>(shape.channels);
+  return {
+      {path.string(), to_model_input(decode_picture(path, bytes, channels), shape, path.string())}};
 }
 
 }  // namespace dptrain::data

@@ -28,9 +28,13 @@ bool starts_as_pnm(const std::string& bytes) {
 void check_size(const std::filesystem::path& name, int64_t width, int64_t height,
                 const PictureLimits& limits) {
   if (width * height > limits.max_pixels || width > limits.max_side || height > limits.max_side) {
+    // data.max_image_pixels need not be whole megapixels (PIL's guard is 89,478,485 pixels).
+    const std::string most = limits.max_pixels % (int64_t{1} << 20) == 0
+                                 ? std::to_string(limits.max_pixels >> 20) + " megapixels"
+                                 : std::to_string(limits.max_pixels) + " pixels";
     not_a_picture(name, "an image of " + std::to_string(width) + "x" + std::to_string(height) +
-                            " pixels, more than the " + std::to_string(limits.max_pixels >> 20) +
-                            " megapixels or " + std::to_string(limits.max_side) +
+                            " pixels, more than the " + most + " or " +
+                            std::to_string(limits.max_side) +
                             " pixels a side dptrain decodes; scale it down first");
   }
 }

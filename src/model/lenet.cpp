@@ -6,7 +6,8 @@
 
 namespace dptrain::model {
 
-LeNetImpl::LeNetImpl(double init_std) : init_std_(init_std) {
+LeNetImpl::LeNetImpl(double init_std, int64_t in_channels, int64_t classes)
+    : init_std_(init_std), in_channels_(in_channels), classes_(classes) {
   reset();
 }
 
@@ -14,10 +15,10 @@ void LeNetImpl::reset() {
   namespace nn = torch::nn;
   // Named by their places in d2l's nn.Sequential (0 conv, 1 ReLU, 2 pool, 3 conv, 4 ReLU, 5 pool,
   // 6 flatten, 7 linear, 8 ReLU, 9 linear), so that model.pt's keys are its state_dict's.
-  conv1_ = register_module("0", nn::Conv2d(nn::Conv2dOptions(1, 20, /*kernel_size=*/3)));
+  conv1_ = register_module("0", nn::Conv2d(nn::Conv2dOptions(in_channels_, 20, /*kernel_size=*/3)));
   conv2_ = register_module("3", nn::Conv2d(nn::Conv2dOptions(20, 50, /*kernel_size=*/5)));
   fc1_ = register_module("7", nn::Linear(800, 128));
-  fc2_ = register_module("9", nn::Linear(128, 10));
+  fc2_ = register_module("9", nn::Linear(128, classes_));
   torch::NoGradGuard no_grad;
   for (auto& param : named_parameters()) {
     if (param.key().find("bias") != std::string::npos) {

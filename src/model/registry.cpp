@@ -15,14 +15,27 @@ struct Registry {
   std::map<std::string, ModelFactory> factories;
 };
 
+// LeNet's first linear layer takes the 800 values a 28x28 input leaves.
+void refuse_lenet_size(const std::vector<int64_t>& size) {
+  if (size == std::vector<int64_t>{28, 28}) return;
+  const std::string text =
+      size.size() == 2 ? std::to_string(size[1]) + "x" + std::to_string(size[0]) : "another size";
+  throw core::Error(core::ErrorCode::kConfig,
+                    "model.name \"lenet\" takes 28x28 pictures, and the data's are " + text,
+                    "resize them to 28x28 ({\"name\": \"resize\", \"size\": [28, 28]} in "
+                    "data.train_transforms and data.eval_transforms), or use model.name "
+                    "\"resnet18\", which takes any size");
+}
+
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;
     reg->factories["lenet"] = [](const config::ModelConfig& c) {
-      return torch::nn::AnyModule(LeNet(c.init_std));
+      refuse_lenet_size(c.input_size);
+      return torch::nn::AnyModule(LeNet(c.init_std, c.in_channels, c.num_classes));
     };
     reg->factories["resnet18"] = [](const config::ModelConfig& c) {
-      return torch::nn::AnyModule(ResNet18(c.init_std));
+      return torch::nn::AnyModule(ResNet18(c.init_std, c.num_classes, c.in_channels));
     };
     return reg;
   }();
@@ -43,6 +56,15 @@ std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& entry : r.factories) names.push_back(entry.first);
   return names;
+}
+
+config::ModelConfig model_config_for(const config::Config& config) {
+  config::ModelConfig model = config.model;
+  const config::DataConfig& data = config.data;
+  if (data.channels > 0) model.in_channels = data.channels;
+  if (!data.classes.empty()) model.num_classes = static_cast<int64_t>(data.classes.size());
+  if (!data.image_size.empty()) model.input_size = data.image_size;
+  return model;
 }
 
 torch::nn::AnyModule make_model(const config::ModelConfig& config) {

@@ -18,7 +18,12 @@ using ModelFactory = std::function<torch::nn::AnyModule(const config::ModelConfi
 void register_model(const std::string& name, ModelFactory factory);
 std::vector<std::string> model_names();
 
-// Throws a config error naming `model.name` and the known names for an unknown model.
+// config.model with what the model takes and gives from config.data (a run's resolved config
+// holds the data's channels, classes and size); the defaults, Fashion-MNIST's, where it is empty.
+config::ModelConfig model_config_for(const config::Config& config);
+
+// Throws a config error naming `model.name` and the known names for an unknown model (and one
+// for an input the model cannot take).
 torch::nn::AnyModule make_model(const config::ModelConfig& config);
 
 }  // namespace dptrain::model

@@ -48,13 +48,13 @@ torch::Tensor ResidualImpl::forward(const torch::Tensor& x) {
   return torch::relu(y + (conv3_ ? conv3_->forward(x) : x));
 }
 
-ResNet18Impl::ResNet18Impl(double init_std, int64_t classes)
-    : init_std_(init_std), classes_(classes) {
+ResNet18Impl::ResNet18Impl(double init_std, int64_t classes, int64_t in_channels)
+    : init_std_(init_std), classes_(classes), in_channels_(in_channels) {
   reset();
 }
 
 void ResNet18Impl::reset() {
-  stem_conv_ = register_module("0", conv(1, 64, 3, 1));
+  stem_conv_ = register_module("0", conv(in_channels_, 64, 3, 1));
   stem_bn_ = register_module("1", BatchNorm2d(64));
   // "2" is the stem's ReLU, which holds nothing.
   const int64_t widths[] = {64, 128, 256, 512};
@@ -66,7 +66,7 @@ void ResNet18Impl::reset() {
     register_module("resnet_block" + std::to_string(s + 1), stages_[s]);
     in = widths[s];
   }
-  // "global_avg_pool" holds nothing; "fc" is nn.Sequential(nn.Flatten(), nn.Linear(512, 10)).
+  // "global_avg_pool" holds nothing; "fc" is nn.Sequential(nn.Flatten(), nn.Linear(512, classes)).
   fc_ = register_module("fc", nn::Sequential(nn::Flatten(), nn::Linear(512, classes_)));
   torch::NoGradGuard no_grad;
   for (auto& module : modules(/*include_self=*/false)) {

@@ -1,8 +1,9 @@
-// d2l §13.6's "slightly modified ResNet-18" for 1-channel 28x28 images: a 3x3 stem convolution
-// (64 channels, stride 1, padding 1) with BatchNorm and ReLU and no max-pool; four stages of two
-// residual blocks (64, 128, 256, 512 channels; stages 2-4 halve the size in their first block,
-// whose shortcut is a strided 1x1 convolution); global average pooling; a linear layer to 10
-// classes. 11,175,818 parameters and 7,825 buffer elements. Modules are named by d2l's
+// d2l §13.6's "slightly modified ResNet-18", for images of any channels and size: a 3x3 stem
+// convolution (64 channels, stride 1, padding 1) with BatchNorm and ReLU and no max-pool; four
+// stages of two residual blocks (64, 128, 256, 512 channels; stages 2-4 halve the size in their
+// first block, whose shortcut is a strided 1x1 convolution); global average pooling; a linear
+// layer to the classes. d2l's (1 channel, 10 classes): 11,175,818 parameters and 7,825 buffer
+// elements. Modules are named by d2l's
 // nn.Sequential ("0", "1", "resnet_block1.0.conv1", ..., "fc.1"), so that model.pt's keys are its
 // state_dict's. Initialised as d2l's train(): conv and linear weights ~ N(0, init_std^2); biases as
 // PyTorch draws them; BatchNorm weight 1, bias 0.
@@ -33,7 +34,7 @@ TORCH_MODULE(Residual);
 
 class ResNet18Impl : public torch::nn::Cloneable<ResNet18Impl> {
  public:
-  explicit ResNet18Impl(double init_std = 0.01, int64_t classes = 10);
+  explicit ResNet18Impl(double init_std = 0.01, int64_t classes = 10, int64_t in_channels = 1);
 
   void reset() override;
   torch::Tensor forward(torch::Tensor x);
@@ -41,6 +42,7 @@ class ResNet18Impl : public torch::nn::Cloneable<ResNet18Impl> {
  private:
   double init_std_;
   int64_t classes_;
+  int64_t in_channels_;
   torch::nn::Conv2d stem_conv_{nullptr};
   BatchNorm2d stem_bn_{nullptr};
   torch::nn::Sequential stages_[4];

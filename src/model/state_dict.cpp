@@ -2,7 +2,9 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -10,6 +12,7 @@
 #include "core/fs.h"
 #include "core/terminal.h"
 #include "serialize/torch_file.h"
+#include "serialize/zip_reader.h"
 
 namespace dptrain::model {
 namespace {
@@ -32,12 +35,19 @@ std::string joined(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::string encode_state_dict(const StateDict& dict) {
+std::string encode_state_dict(const StateDict& dict, const std::string& experiment) {
   std::vector<std::pair<serialize::ValuePtr, serialize::ValuePtr>> entries;
   for (const auto& [name, value] : dict) {
     entries.emplace_back(serialize::text(name), serialize::tensor(value));
   }
-  return serialize::encode_torch_file(*serialize::dict(std::move(entries), /*ordered=*/true));
+  std::vector<serialize::RawRecord> raw;
+  if (!experiment.empty()) {
+    const torch::Tensor bytes =
+        torch::from_blob(const_cast<char*>(experiment.data()),
+                         {static_cast<int64_t>(experiment.size())}, torch::kUInt8);
+    raw.push_back({kExperimentRecord, bytes});
+  }
+  return serialize::encode_torch_file(*serialize::dict(std::move(entries), /*ordered=*/true), raw);
 }
 
 StateDict state_dict_of(const serialize::Value& root) {
@@ -57,8 +67,38 @@ StateDict decode_state_dict(const std::string& bytes) {
   return state_dict_of(*serialize::decode_torch_file(bytes));
 }
 
-void save_state_dict(const std::filesystem::path& path, const StateDict& dict) {
-  core::write_file_atomic(path, encode_state_dict(dict));
+void save_state_dict(const std::filesystem::path& path, const StateDict& dict,
+                     const std::string& experiment) {
+  core::write_file_atomic(path, encode_state_dict(dict, experiment));
+}
+
+std::optional<std::string> state_dict_experiment(const std::filesystem::path& path) {
+  constexpr uint64_t kMaxExperimentBytes = uint64_t{16} << 20;  // as dptrain's text files
+  std::optional<serialize::ZipReader> archive;
+  std::unique_ptr<core::ReadOnlyFile> file;
+  try {
+    file = std::make_unique<core::ReadOnlyFile>(path);
+    archive.emplace(serialize::file_source(*file));
+  } catch (const std::exception&) {
+    return std::nullopt;  // no model file: reading its weights says what is wrong
+  }
+  if (!archive->has(kExperimentRecord)) return std::nullopt;
+  // There, it is the model's: a damaged one must not leave the model to the defaults' classes.
+  const auto damaged = [&](const std::string& what) {
+    return core::Error(core::ErrorCode::kIo,
+                       path.string() + ": its record " + kExperimentRecord + " " + what,
+                       "give the run's config.json with --config, or the model file as its run "
+                       "wrote it");
+  };
+  if (archive->size_of(kExperimentRecord) > kMaxExperimentBytes) {
+    throw damaged("holds " + std::to_string(archive->size_of(kExperimentRecord)) +
+                  " bytes, more than any experiment");
+  }
+  try {
+    return archive->record(kExperimentRecord);
+  } catch (const std::exception& e) {
+    throw damaged(std::string("is damaged: ") + e.what());
+  }
 }
 
 std::vector<StateSpec> state_specs(const torch::nn::Module& model) {

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,16 +19,25 @@ namespace dptrain::model {
 // Name -> tensor, in the model's order.
 using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 
-// The bytes of a torch.save file (a zip archive: data.pkl and one record per tensor).
-std::string encode_state_dict(const StateDict& dict);
+// The bytes of a torch.save file (a zip archive: data.pkl and one record per tensor), with the
+// experiment's record when one is given (see save_state_dict).
+std::string encode_state_dict(const StateDict& dict, const std::string& experiment = "");
 // Throws std::runtime_error saying what is wrong. The tensors are views of the file's storages,
 // unchecked against any model: match_state checks their shapes before anyone copies them.
 StateDict decode_state_dict(const std::string& bytes);
 // The same from a decoded file's object: a dict of name -> tensor.
 StateDict state_dict_of(const serialize::Value& root);
 
-// Written atomically.
-void save_state_dict(const std::filesystem::path& path, const StateDict& dict);
+// Written atomically. A non-empty `experiment` (the run's resolved config, JSON text) goes beside
+// the pickle as the record kExperimentRecord, which torch.load leaves alone: evaluate and predict
+// take the model's classes, channels and size from it when the model file travels alone.
+inline constexpr char kExperimentRecord[] = "dptrain_experiment.json";
+void save_state_dict(const std::filesystem::path& path, const StateDict& dict,
+                     const std::string& experiment = "");
+// The experiment a model file records; nothing when it has none or is no readable model file
+// (reading its weights then says what is wrong). An I/O error naming the file when the record is
+// there but damaged or larger than any experiment.
+std::optional<std::string> state_dict_experiment(const std::filesystem::path& path);
 
 // A tensor of a model's state as the model declares it: its name and shape, and where PyTorch's
 // state_dict() lists it (module by module: each one's parameters, then its buffers).

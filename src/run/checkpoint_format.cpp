@@ -189,6 +189,9 @@ ResumePoint resume_point_of(const json& record) {
                       config::integer_at(es, "without_improvement")};
   p.scaler = {record.at("scaler").at("scale").get<double>(),
               config::integer_at(record.at("scaler"), "clean_steps")};
+  // Written since folders of pictures were read; IDX data sets record none.
+  if (const auto d = record.find("data_listing"); d != record.end())
+    p.data_listing = d->get<std::string>();
   return p;
 }
 
@@ -420,6 +423,7 @@ void write_checkpoint_file(const std::filesystem::path& path, const config::Conf
         {"without_improvement", point.early_stopping.without_improvement}}},
       {"scaler", {{"scale", point.scaler.scale}, {"clean_steps", point.scaler.clean_steps}}},
       {"threads", torch::get_num_threads()},
+      {"data_listing", point.data_listing},
   };
   json full_record = record;
   // Each rank's row as a raw record of its own: read by that rank alone, after checking that the

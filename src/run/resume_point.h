@@ -42,6 +42,9 @@ struct ResumePoint {
   EarlyStoppingState early_stopping;
   std::vector<torch::Tensor> best_weights;  // early stopping's, when it restores them
   ScalerState scaler;
+  // The digest of the listing of the folder of pictures it trained on (data/sources.h); empty
+  // for IDX files.
+  std::string data_listing;
 
   Position position() const { return {epoch, batches_done}; }
 };

@@ -10,20 +10,22 @@
 
 namespace dptrain::train {
 
-// Fashion-MNIST's and MNIST's ten labels.
-constexpr int64_t kClasses = 10;
-
 struct EvalResult {
   double loss = 0;      // mean cross-entropy per sample
   double accuracy = 0;  // fraction classified correctly
   int64_t samples = 0;
   int64_t correct = 0;
-  // confusion[truth * kClasses + predicted]: how many samples of class `truth` got `predicted`.
+  // confusion[truth * classes + predicted]: how many samples of class `truth` got `predicted`;
+  // empty above kConfusionClasses classes.
   std::vector<int64_t> confusion;
 };
 
-// `after_batch(done, batches)`, when given, after each batch (for a live line).
-EvalResult evaluate(parallel::Backend& backend, data::Loader& loader,
+// The most classes whose confusion matrix evaluation keeps (1,000: 8 MB summed over the ranks).
+constexpr int64_t kConfusionClasses = 1000;
+
+// Over a loader of `classes` classes. `after_batch(done, batches)`, when given, after each batch
+// (for a live line).
+EvalResult evaluate(parallel::Backend& backend, data::Loader& loader, int64_t classes,
                     const std::function<void(int64_t, int64_t)>& after_batch = {});
 
 }  // namespace dptrain::train

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/terminal.h"
 #include "core/torch_compat.h"
 #include "model/registry.h"
 #include "parallel/backend.h"
@@ -13,8 +14,8 @@
 
 namespace dptrain::train {
 
-EvalResult evaluate_model_file(const config::Config& config, const launch::RankInfo& rank,
-                               const std::filesystem::path& model_file, Split split) {
+ModelEvaluation evaluate_model_file(const config::Config& config, const launch::RankInfo& rank,
+                                    const std::filesystem::path& model_file, Split split) {
   if (split == Split::kVal && config.data.val_split <= 0) {
     throw core::Error(core::ErrorCode::kConfig,
                       "--split val: the experiment holds out no validation set "
@@ -25,7 +26,8 @@ EvalResult evaluate_model_file(const config::Config& config, const launch::RankI
   Session s = build_session(config, rank, SessionUse::kEvaluate);
   copy_into_model(*s.backend, read_model_file(model_file, s.state_specs));
   const AutocastScope autocast(s.backend->devices(), s.autocast);  // as training evaluated
-  return evaluate(*s.backend, split == Split::kVal ? *s.val_loader : *s.test_loader);
+  return {evaluate(*s.backend, split == Split::kVal ? *s.val_loader : *s.test_loader, s.classes()),
+          s.config.data.classes};
 }
 
 std::string format_evaluation(const EvalResult& r, const std::vector<std::string>& classes,
@@ -33,12 +35,20 @@ std::string format_evaluation(const EvalResult& r, const std::vector<std::string
   std::string out = fmt::format("{} set: {} samples, loss {:.4f}, accuracy {:.4f} ({} correct)\n",
                                 split, r.samples, r.loss, r.accuracy, r.correct);
   const int64_t n = static_cast<int64_t>(classes.size());
+  if (r.confusion.empty()) {
+    return out + fmt::format(
+                     "(per-class figures and the confusion matrix: for up to {} classes, "
+                     "and this data has {})\n",
+                     kConfusionClasses, n);
+  }
   out += fmt::format("\n{:>3}  {:<12} {:>8} {:>8}\n", "", "class", "samples", "accuracy");
   for (int64_t c = 0; c < n; ++c) {
     int64_t total = 0;
     for (int64_t p = 0; p < n; ++p) total += r.confusion[c * n + p];
     const double acc = total > 0 ? static_cast<double>(r.confusion[c * n + c]) / total : 0.0;
-    out += fmt::format("{:>3}  {:<12} {:>8} {:>8.4f}\n", c, classes[c], total, acc);
+    // A class named by a folder may hold any character: escaped before it reaches a terminal.
+    out +=
+        fmt::format("{:>3}  {:<12} {:>8} {:>8.4f}\n", c, core::printable(classes[c]), total, acc);
   }
   out += "\nconfusion matrix (rows: true class, columns: predicted class)\n    ";
   for (int64_t p = 0; p < n; ++p) out += fmt::format(" {:>5}", p);
@@ -53,9 +63,10 @@ std::string format_evaluation(const EvalResult& r, const std::vector<std::string
 
 nlohmann::json evaluation_json(const EvalResult& r, const std::vector<std::string>& classes,
                                const std::string& split, const std::filesystem::path& model_file) {
-  const int64_t n = static_cast<int64_t>(classes.size());
+  int64_t n = static_cast<int64_t>(classes.size());
   nlohmann::json per_class = nlohmann::json::array();
   nlohmann::json confusion = nlohmann::json::array();
+  if (r.confusion.empty()) n = 0;  // more classes than the matrix is kept for
   for (int64_t c = 0; c < n; ++c) {
     std::vector<int64_t> row(r.confusion.begin() + c * n, r.confusion.begin() + (c + 1) * n);
     int64_t total = 0;
@@ -76,7 +87,7 @@ Classifier::Classifier(const config::Config& config, const std::filesystem::path
   config::ParallelConfig single = config.parallel;
   single.backend = config::Backend::kSingle;
   single.devices.resize(1);
-  torch::nn::AnyModule model = model::make_model(config.model);
+  torch::nn::AnyModule model = model::make_model(model::model_config_for(config));
   const std::vector<model::StateSpec> specs = model::state_specs(*model.ptr());
   backend_ = parallel::make_backend(single, std::move(model), launch::RankInfo{});
   copy_into_model(*backend_, read_model_file(model_file, specs));

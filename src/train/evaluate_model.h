@@ -18,10 +18,15 @@ namespace dptrain::train {
 
 enum class Split { kTest, kVal };
 
+struct ModelEvaluation {
+  EvalResult result;
+  std::vector<std::string> classes;  // by label: the data's (the run's record, where given, checked)
+};
+
 // Every rank calls it; the result is the whole set's on every rank. `val` needs the experiment's
 // data.val_split (a config error otherwise); it holds out the same samples as training did.
-EvalResult evaluate_model_file(const config::Config& config, const launch::RankInfo& rank,
-                               const std::filesystem::path& model_file, Split split);
+ModelEvaluation evaluate_model_file(const config::Config& config, const launch::RankInfo& rank,
+                                    const std::filesystem::path& model_file, Split split);
 
 // What a person reads: loss and accuracy, accuracy per class, the confusion matrix.
 std::string format_evaluation(const EvalResult& r, const std::vector<std::string>& classes,
@@ -34,7 +39,8 @@ nlohmann::json evaluation_json(const EvalResult& r, const std::vector<std::strin
 class Classifier {
  public:
   Classifier(const config::Config& config, const std::filesystem::path& model_file);
-  // Softmax probabilities [n, classes] for images [n, 1, 28, 28] (float, on the host).
+  // Softmax probabilities [n, classes] for images [n, C, H, W] as the run's data had them (float,
+  // on the host).
   torch::Tensor probabilities(const torch::Tensor& images);
 
  private:

@@ -10,8 +10,11 @@
 
 #include "build_features.h"
 #include "core/error.h"
+#include "core/terminal.h"
 #include "data/holdout.h"
-#include "data/locate.h"
+#include "data/sources.h"
+#include "data/transformed_dataset.h"
+#include "data/transforms.h"
 #include "model/registry.h"
 #include "model/state_dict.h"
 #include "optim/optimizer.h"
@@ -116,23 +119,67 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
 }
 
 // The data set, split and placed, and a loader for each part: this rank's share of every set.
-void attach_loaders(const config::Config& config, Session& s) {
-  const torch::Device device = s.backend->input_device();
-  const std::filesystem::path data_dir =
-      data::locate_data_dir(config.data.dir, config::name_of(config.data.dataset));
-  data::Splits splits = data::load_splits(data_dir);
-  std::shared_ptr<const data::ImageDataset> val;
+// The splits the loaders take: the hold-out cut from the training set, then each part through
+// its transforms.
+struct LoadedSplits {
+  std::shared_ptr<const data::Dataset> train, val, test;
+  bool random = false;  // whether the training transforms draw
+};
+
+LoadedSplits transformed_splits(const config::Config& config, data::OpenedData splits) {
+  LoadedSplits out{splits.train, nullptr, splits.test};
   if (config.data.val_split > 0) {
-    data::HeldOut held = data::hold_out(*splits.train, config.data.val_split, config.seed);
-    splits.train = held.train;
-    val = held.val;
-    spdlog::info("data: {} training samples, {} held out for validation", splits.train->size(),
-                 val->size());
+    data::HeldOut held = data::hold_out(splits.train, config.data.val_split, config.seed);
+    out.train = held.train;
+    out.val = held.val;
+    spdlog::info("data: {} training samples, {} held out for validation", out.train->size(),
+                 out.val->size());
   }
+  const auto through = [&](std::shared_ptr<const data::Dataset>& split,
+                           const std::vector<config::TransformSpec>& transforms) {
+    if (!split || transforms.empty()) return false;
+    auto transformed =
+        std::make_shared<const data::TransformedDataset>(split, transforms, config.seed);
+    const bool random = transformed->random();
+    split = std::move(transformed);
+    return random;
+  };
+  out.random = through(out.train, config.data.train_transforms);
+  through(out.val, config.data.eval_transforms);
+  through(out.test, config.data.eval_transforms);
+  return out;
+}
+
+// A split kept on the device is transformed once: random training transforms need the host.
+data::Placement placement_for(const config::DataConfig& data, torch::Device device,
+                              bool random_transforms) {
   const data::Placement placement =
-      data::resolve_placement(config::name_of(config.data.placement), device);
+      data::resolve_placement(config::name_of(data.placement), device);
+  if (placement == data::Placement::kDevice && data.placement == config::DataPlacement::kAuto &&
+      data.dataset == config::Dataset::kFolder) {
+    // Kept on the device, a folder's pictures would be decoded whole, as floats, before training.
+    spdlog::info("data: a folder of pictures: batches assembled on the host");
+    return data::Placement::kHost;
+  }
+  if (placement != data::Placement::kDevice || !random_transforms) return placement;
+  if (data.placement == config::DataPlacement::kDevice) {
+    throw core::Error(core::ErrorCode::kConfig,
+                      "data.placement \"device\" keeps a split transformed once, and "
+                      "data.train_transforms draw anew for every epoch",
+                      "use data.placement \"host\" (or \"auto\") with random transforms");
+  }
+  spdlog::info("data: random training transforms: batches assembled on the host");
+  return data::Placement::kHost;
+}
+
+void attach_loaders(const config::Config& config, data::OpenedData opened, Session& s) {
+  const torch::Device device = s.backend->input_device();
+  const std::filesystem::path dir = opened.dir;
+  LoadedSplits splits = transformed_splits(config, std::move(opened));
+  const std::shared_ptr<const data::Dataset>& val = splits.val;
+  const data::Placement placement = placement_for(config.data, device, splits.random);
   spdlog::info("data: {} from {}, placed on the {}{}", config::name_of(config.data.dataset),
-               data_dir.string(), data::placement_name(placement),
+               core::printable(dir.string()), data::placement_name(placement),
                placement == data::Placement::kHost
                    ? fmt::format(" ({} workers)", config.data.num_workers)
                    : std::string());
@@ -156,7 +203,7 @@ void attach_loaders(const config::Config& config, Session& s) {
   test_options.drop_last = false;
   test_options.limit_batches = config.train.limit_eval_batches;
   // Evaluation shards every set over the ranks; their counts are summed.
-  auto eval_loader = [&](const std::shared_ptr<const data::ImageDataset>& split) {
+  auto eval_loader = [&](const std::shared_ptr<const data::Dataset>& split) {
     return data::make_loader(split, std::make_shared<data::ShardSampler>(split->size(), world, me),
                              test_options, device);
   };
@@ -183,13 +230,75 @@ void plan_steps(const config::Config& config, Session& s) {
                config::name_of(config.scheduler.name));
 }
 
+// Each rank lists a folder itself: a node whose copy differs would train on other samples under
+// the same indices. The digest's first 60 bits, the sample and class counts, in 20-bit parts, are
+// summed with their squares: all ranks agree exactly when sum^2 == world * (sum of squares).
+// (Ranks whose models differ in shape fail earlier, at the backend's first broadcast.)
+void agree_on_data(parallel::Backend& backend, const std::string& listing,
+                   const data::OpenedData& data) {
+  const int world = backend.world_size();
+  if (world == 1) return;
+  std::vector<double> parts;
+  const uint64_t digest = listing.empty() ? 0 : std::stoull(listing.substr(0, 12), nullptr, 16);
+  const uint64_t classes = data.classes.size();
+  const uint64_t samples = data.train ? static_cast<uint64_t>(data.train->size()) : 0;
+  for (const uint64_t value : {digest, classes, samples}) {
+    for (int k = 0; k < 3; ++k) parts.push_back(static_cast<double>((value >> (16 * k)) & 0xFFFF));
+  }
+  std::vector<double> sums;
+  for (const double v : parts) sums.push_back(v);
+  for (const double v : parts) sums.push_back(v * v);
+  backend.all_reduce_sum(sums);
+  const size_t n = parts.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (sums[i] * sums[i] == static_cast<double>(world) * sums[n + i]) continue;
+    throw core::Error(
+        core::ErrorCode::kData,
+        "the ranks do not see the same data in data.dir " + core::printable(data.dir.string()) +
+            ": rank " + std::to_string(backend.rank()) + " lists it as " +
+            (listing.empty() ? std::string("IDX files") : listing.substr(0, 12) + "...") +
+            ", and another rank otherwise",
+        "give every node the same folder (the same class folders and pictures)");
+  }
+}
+
+// The data set opened, and the config with what it is.
+data::OpenedData open_data_of(const config::Config& given, Session& s) {
+  data::OpenedData data = data::open_data(given.data);
+  // The model sees the samples as the transforms make them, in training and evaluation alike.
+  const std::vector<int64_t> trained =
+      data::shape_after(given.data.train_transforms, data.sample_shape);
+  const std::vector<int64_t> evaluated =
+      data::shape_after(given.data.eval_transforms, data.sample_shape);
+  if (trained != evaluated) {
+    throw core::Error(core::ErrorCode::kConfig,
+                      fmt::format("data.train_transforms make samples of {}x{} and "
+                                  "data.eval_transforms of {}x{}",
+                                  trained[2], trained[1], evaluated[2], evaluated[1]),
+                      "end both lists with the size the model takes (a resize or a crop)");
+  }
+  data.sample_shape = trained;
+  s.config = given;
+  s.config.data = data::with_data_facts(given.data, data);
+  s.data_listing = data.listing_digest;
+  const config::DataConfig& d = s.config.data;
+  if (given.data.dataset == config::Dataset::kFolder) {
+    spdlog::info("data: {} training and {} test pictures of {} classes, {}x{} with {} channel{}",
+                 data.train->size(), data.test->size(), d.classes.size(), d.image_size[1],
+                 d.image_size[0], d.channels, d.channels == 1 ? "" : "s");
+  }
+  return data;
+}
+
 }  // namespace
 
-Session build_session(const config::Config& config, const launch::RankInfo& rank, SessionUse use) {
-  apply_runtime(config, rank);
-  // The backend first: a device that is not there fails before the data set is read.
-  torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
+Session build_session(const config::Config& given, const launch::RankInfo& rank, SessionUse use) {
+  apply_runtime(given, rank);
   Session s;
+  data::OpenedData data = open_data_of(given, s);
+  const config::Config& config = s.config;
+  torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
+  s.config.model = model::model_config_for(config);        // what the model takes and gives
   torch::nn::AnyModule model = model::make_model(config.model);
   s.state_specs = model::state_specs(*model.ptr());
   s.backend =
@@ -210,7 +319,9 @@ Session build_session(const config::Config& config, const launch::RankInfo& rank
   }
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
 
-  attach_loaders(config, s);
+  agree_on_data(*s.backend, s.data_listing, data);
+  data::load_data(data);  // the IDX files, once the backend (and a ddp job's rendezvous) is up
+  attach_loaders(config, std::move(data), s);
   if (use == SessionUse::kTrain) plan_steps(config, s);
   return s;
 }

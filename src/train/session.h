@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "config/config.h"
 #include "data/loader.h"
@@ -19,6 +20,10 @@
 namespace dptrain::train {
 
 struct Session {
+  // The resolved config with what the data is filled in (data.classes, channels, image_size):
+  // what the run records, and what its model was made for.
+  config::Config config;
+  std::string data_listing;  // the digest of a folder's listing (data/sources.h); empty for IDX
   std::unique_ptr<parallel::Backend> backend;
   // The model state by name, in the order of train::model_state() (model.pt's keys).
   std::vector<model::StateSpec> state_specs;
@@ -32,6 +37,8 @@ struct Session {
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;  // only with data.val_split > 0
   std::unique_ptr<data::Loader> test_loader;
+
+  int64_t classes() const { return static_cast<int64_t>(config.data.classes.size()); }
 };
 
 // data.batch_size is the global batch: each of W ranks takes B/W of it, as d2l splits a batch over
@@ -42,8 +49,8 @@ int64_t per_rank_batch(int64_t batch_size, int world_size);
 // What a session is for: evaluation (`dptrain evaluate`) needs no optimizer and no plan of steps.
 enum class SessionUse { kTrain, kEvaluate };
 
-// Sets this process's intra-op threads, then builds the session. The backend comes first, so that
-// a device that is not there fails before the data set is read.
+// Sets this process's intra-op threads, then builds the session. The data comes first: the model
+// takes its channels and classes from it.
 Session build_session(const config::Config& config, const launch::RankInfo& rank,
                       SessionUse use = SessionUse::kTrain);
 

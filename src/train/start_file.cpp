@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
 #include "core/crypto.h"
+#include "core/error.h"
 
 namespace dptrain::train {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/terminal.h"
 #include "core/timer.h"
 #include "model/state_dict.h"
 #include "run/checkpoints.h"
@@ -43,20 +44,20 @@ class Training {
  public:
   Training(const config::Config& config, const std::filesystem::path& output_dir,
            std::ostream& console, const launch::RankInfo& rank, const run::RunOrigin& origin)
-      : config_(config),
+      : s_(build_session(config, rank)),
+        config_(s_.config),
         console_(console),
-        s_(build_session(config, rank)),
         writer_(s_.backend->rank() == 0),
         origin_(origin),
-        files_(output_dir, config, origin_),
-        watcher_(config.early_stopping, config.checkpoint.save_best),
-        checkpoints_(config, run::checkpoint_dir(config, output_dir, origin.run.run_id), writer_),
+        files_(output_dir, config_, origin_),
+        watcher_(config_.early_stopping, config_.checkpoint.save_best),
+        checkpoints_(config_, run::checkpoint_dir(config_, output_dir, origin.run.run_id), writer_),
         // -q (log.level warn and above) leaves stdout d2l's final line alone.
-        chatty_(writer_ && config.log.level <= config::LogLevel::kInfo),
-        live_(console, chatty_ && progress_wanted(config.log.progress)) {
-    logs_.add(std::make_unique<ConsoleLog>(console, live_, chatty_, config.train.epochs));
+        chatty_(writer_ && config_.log.level <= config::LogLevel::kInfo),
+        live_(console, chatty_ && progress_wanted(config_.log.progress)) {
+    logs_.add(std::make_unique<ConsoleLog>(console, live_, chatty_, config_.train.epochs));
     spdlog::info("training {} on {} ({} backend, {} threads), {} batches per epoch, output {}",
-                 config.model.name, s_.backend->devices_text(), s_.backend->name(),
+                 config_.model.name, s_.backend->devices_text(), s_.backend->name(),
                  torch::get_num_threads(), s_.train_loader->batches_per_epoch(),
                  output_dir.string());
   }
@@ -187,12 +188,12 @@ class Training {
       };
     };
     if (s_.val_loader) {
-      const EvalResult val = evaluate(*s_.backend, *s_.val_loader, progress("val"));
+      const EvalResult val = evaluate(*s_.backend, *s_.val_loader, s_.classes(), progress("val"));
       m.has_val = true;
       m.val_loss = val.loss;
       m.val_acc = val.accuracy;
     }
-    const EvalResult test = evaluate(*s_.backend, *s_.test_loader, progress("test"));
+    const EvalResult test = evaluate(*s_.backend, *s_.test_loader, s_.classes(), progress("test"));
     live_.clear();
     m.test_loss = test.loss;
     m.test_acc = test.accuracy;
@@ -237,6 +238,7 @@ class Training {
     run::CheckpointContents contents = run::read_checkpoint_file(
         checkpoint.path, checkpoint.file, config_, s_.backend->parameters(), s_.backend->buffers(),
         rank_state_spec(*s_.backend));
+    check_same_data(checkpoint.path, contents.point.data_listing);
     check_fits_epoch(checkpoint.path, contents.point.batches_done);
     resumed_ = apply_checkpoint(std::move(contents), checkpoint.path, *s_.backend, *s_.optimizer);
     resumed_.run_id = origin_.run.run_id;  // the folder's, which its checkpoints from now carry
@@ -246,6 +248,29 @@ class Training {
     global_step_ = resumed_.global_step;
     spdlog::info("resumed from {}: epoch {}, batch {} (optimizer step {})",
                  checkpoint.path.string(), resumed_.epoch + 1, resumed_.batches_done, global_step_);
+  }
+
+  // A folder whose pictures were added, removed or renamed since the checkpoint numbers and
+  // shuffles its samples otherwise: resuming would go on with another epoch's order.
+  void check_same_data(const std::filesystem::path& path, const std::string& listing) const {
+    if (listing == s_.data_listing) return;
+    throw core::Error(
+        core::ErrorCode::kData,
+        path.string() + ": a checkpoint of a run over " +
+            (listing.empty()
+                 ? std::string("IDX files")
+                 : "a folder listed otherwise (listing " + listing.substr(0, 12) + "...)") +
+            ", and data.dir " + core::printable(config_.data.dir) + " lists as " +
+            (s_.data_listing.empty() ? std::string("IDX files")
+                                     : s_.data_listing.substr(0, 12) + "...") +
+            " now: " +
+            (listing.empty() || s_.data_listing.empty()
+                 ? std::string("other data")
+                 : std::string("pictures were added, removed or renamed (in train/ or test/)")) +
+            ", and its samples would be numbered and shuffled otherwise",
+        "put the folder back as it was to resume, or start a new run from the checkpoint's "
+        "weights (train --init-from " +
+            path.string() + ")");
   }
 
   // A checkpoint taken within an epoch longer than this run's (its data settings changed, or the
@@ -281,6 +306,7 @@ class Training {
     p.early_stopping = watcher_.state();
     p.best_weights = watcher_.best_weights();
     p.scaler = s_.scaler.state();
+    p.data_listing = s_.data_listing;
     return p;
   }
 
@@ -320,16 +346,18 @@ class Training {
     describe_run(*s_.backend, config_, origin_, started_at_, summary);
     if (!writer_) return;
     model::save_state_dict(files_.dir() / run::kModelFile,
-                           named_host_copies(*s_.backend, s_.state_specs));
+                           named_host_copies(*s_.backend, s_.state_specs),
+                           config::to_json(config_).dump());
     files_.finish(summary);
     console_ << format_summary_line(summary.test_acc, summary.sec_per_epoch,
                                     s_.backend->devices_text())
              << std::endl;
   }
 
+  Session s_;
+  // The run's resolved config with what the data is filled in (config.json, checkpoints).
   const config::Config& config_;
   std::ostream& console_;
-  Session s_;
   const bool writer_;
   const run::RunOrigin origin_;  // train() takes it by reference
   run::RunFiles files_;          // rank 0's

@@ -254,6 +254,40 @@ TEST_CASE("the loader's keys are checked: placement, workers, prefetch", "[confi
         "exp.json: data.prefetch_batches: must be at most 1024, got 5000");
 }
 
+TEST_CASE("a folder's keys are checked: its dir, channels, classes and size", "[config]") {
+  const Config c = resolve(R"({"data": {"dataset": "folder", "dir": "pets", "channels": 1,
+                                        "classes": ["cat", "dog"], "image_size": [96, 64]}})");
+  CHECK(c.data.dataset == dptrain::config::Dataset::kFolder);
+  CHECK(c.data.classes == std::vector<std::string>{"cat", "dog"});
+  CHECK(c.data.image_size == std::vector<int64_t>{96, 64});
+  CHECK(error_of([] { resolve(R"({"data": {"dataset": "folder"}})"); }, ErrorCode::kConfig) ==
+        "exp.json: data.dataset: is \"folder\", and data.dir, the folder to read, is empty");
+  CHECK(error_of([] { resolve("{}", {"data.channels=2"}); }, ErrorCode::kConfig) ==
+        "--set data.channels=2: data.channels: is 2; pictures are converted to 1 channel (grey) "
+        "or 3 (RGB)");
+  CHECK(error_of([] { resolve("{}", {"data.channels=3"}); }, ErrorCode::kConfig) ==
+        "--set data.channels=3: data.channels: is 3, and \"fashion-mnist\" is IDX files of "
+        "grey pictures");
+  CHECK(error_of([] { resolve("{}", {"data.classes=[1, 2]"}); }, ErrorCode::kConfig) ==
+        "--set data.classes=[1, 2]: data.classes: entry 0 is 1, not a string");
+  CHECK(error_of([] { resolve("{}", {"data.image_size=[1.5, 2]"}); }, ErrorCode::kConfig) ==
+        "--set data.image_size=[1.5, 2]: data.image_size: holds 1.5, not a whole number");
+  CHECK(error_of([] { resolve("{}", {"data.image_size=[28]"}); }, ErrorCode::kConfig) ==
+        "--set data.image_size=[28]: data.image_size: must hold [height, width], got 1 numbers");
+  CHECK(error_of([] { resolve("{}", {"data.image_size=[0, 28]"}); }, ErrorCode::kConfig) ==
+        "--set data.image_size=[0, 28]: data.image_size: must be at least 1, got 0");
+  CHECK(error_of([] { resolve("{}", {"data.image_size=[4096, 8192]"}); }, ErrorCode::kConfig) ==
+        "--set data.image_size=[4096, 8192]: data.image_size: asks for samples of 33554432 "
+        "pixels, more than the 16777216 a model takes here");
+  CHECK(error_of([] { resolve("{}", {"data.image_size=[20000, 1]"}); }, ErrorCode::kConfig) ==
+        "--set data.image_size=[20000, 1]: data.image_size: must be at most 16384, got 20000");
+  const nlohmann::json many = {{"data", {{"classes", std::vector<std::string>(100001, "c")}}}};
+  CHECK(error_of([&] { resolve(many.dump()); }, ErrorCode::kConfig) ==
+        "exp.json: data.classes: holds 100001 entries, more than the 100000 dptrain takes");
+  CHECK(error_of([] { resolve("{}", {"data.max_image_pixels=0"}); }, ErrorCode::kConfig) ==
+        "--set data.max_image_pixels=0: data.max_image_pixels: must be at least 1, got 0");
+}
+
 TEST_CASE("a malformed file or override is an error naming it", "[config]") {
   CHECK_THAT(error_of([] { resolve(R"({"train": {"epochs": 3,}})"); }, ErrorCode::kConfig),
              Catch::Matchers::StartsWith("exp.json: not valid JSON"));

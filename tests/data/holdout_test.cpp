@@ -11,7 +11,7 @@ using namespace dptrain;
 
 namespace {
 
-std::vector<int64_t> all_indices(const data::ImageDataset& d) {
+std::vector<int64_t> all_indices(const data::Dataset& d) {
   std::vector<int64_t> rows(static_cast<size_t>(d.size()));
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
   return testing::indices_in(d.get_batch(rows));
@@ -21,7 +21,7 @@ std::vector<int64_t> all_indices(const data::ImageDataset& d) {
 
 TEST_CASE("a tenth held out: 60 of 600, disjoint from the rest, in file order", "[data]") {
   const auto train = testing::counting_dataset(600);
-  const data::HeldOut held = data::hold_out(*train, 0.1, /*seed=*/42);
+  const data::HeldOut held = data::hold_out(train, 0.1, /*seed=*/42);
   const auto val = all_indices(*held.val);
   const auto rest = all_indices(*held.train);
   CHECK(val.size() == 60);
@@ -41,19 +41,19 @@ TEST_CASE("a tenth held out: 60 of 600, disjoint from the rest, in file order", 
 
 TEST_CASE("the seed alone picks the hold-out", "[data]") {
   const auto train = testing::counting_dataset(600);
-  const auto a = all_indices(*data::hold_out(*train, 0.1, 42).val);
-  CHECK(all_indices(*data::hold_out(*train, 0.1, 42).val) == a);
-  CHECK(all_indices(*data::hold_out(*train, 0.1, 43).val) != a);
+  const auto a = all_indices(*data::hold_out(train, 0.1, 42).val);
+  CHECK(all_indices(*data::hold_out(train, 0.1, 42).val) == a);
+  CHECK(all_indices(*data::hold_out(train, 0.1, 43).val) != a);
 }
 
 TEST_CASE("a hold-out that leaves either part empty is a config error", "[data]") {
   const auto train = testing::counting_dataset(600);
   CHECK_THROWS_MATCHES(
-      data::hold_out(*train, 0.0001, 42), core::Error,
+      data::hold_out(train, 0.0001, 42), core::Error,
       Catch::Matchers::Message(
           "data.val_split: 0.0001 of 600 training samples leaves no validation set"));
   CHECK_THROWS_MATCHES(
-      data::hold_out(*train, 0.9999, 42), core::Error,
+      data::hold_out(train, 0.9999, 42), core::Error,
       Catch::Matchers::Message(
           "data.val_split: 0.9999 of 600 training samples leaves nothing to train on"));
 }

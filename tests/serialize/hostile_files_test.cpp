@@ -517,7 +517,7 @@ TEST_CASE(
   REQUIRE(once.size() == 1);
   CHECK(torch::equal(once[0].image, again[0].image));
   CHECK(torch::equal(once[0].image, data::to_model_input(torch::from_blob(
-                                        images.values.data(), {28, 28}, torch::kUInt8))));
+                                        images.values.data(), {28, 28, 1}, torch::kUInt8))));
   // A PNG whose zlib stream is whole but holds 10 of its 28 rows.
   CHECK_THAT(refused("short.png", png(28, 28, zlib_of_zeros(29 * 10))),
              ContainsSubstring("short.png: a PNG whose image data inflate to 290 bytes, fewer than "
