@@ -21,6 +21,7 @@
 
 #include "support/catch.h"
 #include "support/fixtures.h"
+#include "support/picture_folders.h"
 
 using namespace dptrain::testing;
 namespace fs = std::filesystem;
@@ -95,7 +96,8 @@ bool is_output(const std::string& line) {
 }
 
 // The shell commands of a Markdown file: every line of its indented blocks and of its fenced
-// blocks but ```python ones (fragments: tests/python/ runs what they describe), continued lines
+// blocks but ```python and ```json ones (fragments: tests/python/ runs what they describe, and
+// the experiment files' tests read configs/), continued lines
 // joined within their block, printed output left out.
 std::vector<std::string> doc_commands(const fs::path& markdown) {
   std::istringstream text(read_bytes(markdown));
@@ -106,7 +108,7 @@ std::vector<std::string> doc_commands(const fs::path& markdown) {
     if (starts_with(trimmed, "```") || starts_with(trimmed, "~~~")) {
       fence = fence ? std::nullopt : std::optional<std::string>(trimmed.substr(3));
       blocks.emplace_back();
-    } else if (fence ? *fence != "python" && !trimmed.empty()
+    } else if (fence ? *fence != "python" && *fence != "json" && !trimmed.empty()
                      : starts_with(line, "    ") && !trimmed.empty()) {
       blocks.back().push_back(trimmed);
     } else if (!blocks.back().empty()) {
@@ -260,6 +262,11 @@ void make_what_they_read(const Scratch& scratch, const std::vector<std::string>&
     if (reads(png)) fs::copy_file(kSource / "tests/data/images/grey.png", scratch.work / png);
   }
   if (reads("bag.pgm")) write_pgm(scratch.work / "bag.pgm");
+  if (reads("data.dir=pictures")) {  // a folder of the user's own pictures: real ones here
+    PictureFolderOptions named;
+    named.numbered_classes = false;
+    write_picture_folder(scratch.work / "pictures", 200, 100, named);
+  }
   const std::string images = "t10k-images-idx3-ubyte.gz";
   if (reads(images)) fs::copy_file(scratch.root / "data" / images, scratch.work / images);
 }

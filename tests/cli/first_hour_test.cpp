@@ -107,7 +107,8 @@ TEST_CASE("evaluate takes the run's own experiment: its held-out samples give it
     CHECK_THAT(r.err, !ContainsSubstring("optimizer"));  // nothing of training's plan
   }
 
-  // --set goes over the run's experiment; without a run beside it, the defaults, said so.
+  // --set goes over the run's experiment; without a run beside it, model.pt's own record of it
+  // (the run's hold-out included), said so.
   const auto other_seed = dptrain_with(
       {"evaluate", "--model", (run / "model.pt").string(), "--split", "val", "--set", "seed=8"});
   CHECK(other_seed.status == 0);
@@ -116,8 +117,8 @@ TEST_CASE("evaluate takes the run's own experiment: its held-out samples give it
   const auto loose = dptrain_with({"evaluate", "--model", (tiny.dir / "loose.pt").string(), "--set",
                                    "data.dir=" + (tiny.dir / "data").string()});
   CHECK(loose.status == 0);
-  CHECK_THAT(loose.err, ContainsSubstring("with the experiment of the defaults (no config.json "
-                                          "beside the model; give the run's with --config)"));
+  CHECK_THAT(loose.err, ContainsSubstring("with the experiment of the model file's own"));
+  CHECK_THAT(loose.err, ContainsSubstring("data: 90 training samples, 30 held out"));
 }
 
 TEST_CASE("mistyped subcommands and options are answered with what was meant",

@@ -192,7 +192,7 @@ TEST_CASE("a resume over a folder changed since its checkpoint is refused, namin
   CHECK(again.status == 0);
 }
 
-TEST_CASE("LeNet refuses pictures that are not 28x28; ResNet-18 takes them, in colour",
+TEST_CASE("LeNet refuses pictures that are not 28x28, and ResNet-18 takes them, in colour",
           "[cli][folder]") {
   TempDir dir;
   PictureFolderOptions cut;
@@ -220,7 +220,7 @@ TEST_CASE("LeNet refuses pictures that are not 28x28; ResNet-18 takes them, in c
 
 TEST_CASE(
     "random transforms draw per sample: the same parameters for any worker count and other "
-    "ones without them; a config names a bad transform by its place",
+    "ones without them, and a config names a bad transform by its place",
     "[cli][transforms]") {
   TempDir dir;
   write_real_subset(dir / "idx", 600, 100);
@@ -269,4 +269,31 @@ TEST_CASE(
                                "parallel.devices=cpu", "--output", (dir / "device").string()}));
   CHECK(device.status != 0);
   CHECK_THAT(device.err, ContainsSubstring("data.train_transforms draw anew for every epoch"));
+}
+
+TEST_CASE(
+    "ddp ranks that each list the folder agree on it and train to the parameters ddp takes over "
+    "IDX files of its samples",
+    "[cli][folder][ddp]") {
+  TempDir dir;
+  write_picture_folder(dir / "pictures", 600, 100);
+  write_as_idx(dir / "pictures", dir / "idx");
+  const std::vector<std::string> ddp = {"--set", "parallel.backend=ddp",
+                                        "--set", "parallel.devices=[\"cpu\",\"cpu\"]",
+                                        "--set", "parallel.timeout_s=60"};
+  auto folder = on_folder(dir / "pictures", 1);
+  folder.insert(folder.end(), ddp.begin(), ddp.end());
+  auto idx = ddp;
+  idx.insert(idx.end(), {"--set", "data.dir=" + (dir / "idx").string()});
+  std::vector<std::vector<torch::Tensor>> params;
+  for (const auto& [name, extra] : {std::pair{"folder_ddp", folder}, {"idx_ddp", idx}}) {
+    auto args = folder_job(dir / name, extra);
+    // folder_job pins one device; ddp's list comes after it and wins.
+    const auto r = run_args(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    params.push_back(load_parameters(dir / name / "model.pt"));
+  }
+  REQUIRE(params[0].size() == params[1].size());
+  for (size_t i = 0; i < params[0].size(); ++i) CHECK(torch::equal(params[0][i], params[1][i]));
 }

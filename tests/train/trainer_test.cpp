@@ -6,6 +6,7 @@
 
 #include "config/load.h"
 #include "core/fs.h"
+#include "data/classes.h"
 #include "support/fixtures.h"
 #include "train/trainer.h"
 
@@ -103,8 +104,13 @@ TEST_CASE("a run writes config.json, metrics.jsonl, summary.json and d2l's line"
                                  "train.limit_eval_batches=2", "log.level=info"});
   train::train(config, out.path(), console);
 
+  // The experiment as resolved, with what the data is filled in.
   const auto resolved = nlohmann::json::parse(core::read_text_file(out / "config.json"));
-  CHECK(resolved == config::to_json(config));
+  config::Config with_facts = config;
+  with_facts.data.channels = 1;
+  with_facts.data.classes = data::class_names("fashion-mnist");
+  with_facts.data.image_size = {28, 28};
+  CHECK(resolved == config::to_json(with_facts));
 
   std::ifstream metrics(out / "metrics.jsonl");
   std::string line;
