@@ -41,19 +41,18 @@ void FolderDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& im
   for (int64_t b = 0; b < n; ++b) {
     const int64_t i = indices[b];
     TORCH_CHECK(i >= 0 && i < size(), "FolderDataset: index ", i, " out of range");
-    const torch::Tensor pixels = picture(i);
-    if (pixels.size(0) != height_ || pixels.size(1) != width_) {
+    const RawSample raw = raw_sample(i);  // [C, H, W] as decoded
+    const torch::Tensor& pixels = raw.pixels;
+    if (pixels.size(1) != height_ || pixels.size(2) != width_) {
       throw core::Error(core::ErrorCode::kData,
-                        core::printable((root_ / std::string(listing_.file(i))).string()) +
-                            ": a picture of " + std::to_string(pixels.size(1)) + "x" +
-                            std::to_string(pixels.size(0)) + ", and the data set's are " +
+                        sample_name(i) + ": a picture of " + std::to_string(pixels.size(2)) + "x" +
+                            std::to_string(pixels.size(1)) + ", and the data set's are " +
                             std::to_string(width_) + "x" + std::to_string(height_),
                         "give every picture one size, or make them one with a resize or a crop "
                         "in data.train_transforms and data.eval_transforms");
     }
-    // [H, W, C] as decoded to ToTensor's [C, H, W], v / 255.
-    images[b].copy_(pixels.permute({2, 0, 1}).to(torch::kFloat32).div_(255.0f));
-    dst_labels[b] = listing_.label(i);
+    images[b].copy_(pixels.to(torch::kFloat32).div_(255.0f));  // ToTensor's v / 255
+    dst_labels[b] = raw.label;
   }
 }
 

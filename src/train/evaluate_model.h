@@ -20,7 +20,8 @@ enum class Split { kTest, kVal };
 
 struct ModelEvaluation {
   EvalResult result;
-  std::vector<std::string> classes;  // by label: the data's (the run's record, where given, checked)
+  std::vector<std::string>
+      classes;  // by label: the data's (the run's record, where given, checked)
 };
 
 // Every rank calls it; the result is the whole set's on every rank. `val` needs the experiment's

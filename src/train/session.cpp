@@ -234,10 +234,10 @@ void plan_steps(const config::Config& config, Session& s) {
 // the same indices. The digest's first 60 bits, the sample and class counts, in 20-bit parts, are
 // summed with their squares: all ranks agree exactly when sum^2 == world * (sum of squares).
 // (Ranks whose models differ in shape fail earlier, at the backend's first broadcast.)
-void agree_on_data(parallel::Backend& backend, const std::string& listing,
-                   const data::OpenedData& data) {
+void agree_on_data(parallel::Backend& backend, const data::OpenedData& data) {
   const int world = backend.world_size();
   if (world == 1) return;
+  const std::string& listing = data.listing_digest;
   std::vector<double> parts;
   const uint64_t digest = listing.empty() ? 0 : std::stoull(listing.substr(0, 12), nullptr, 16);
   const uint64_t classes = data.classes.size();
@@ -319,7 +319,7 @@ Session build_session(const config::Config& given, const launch::RankInfo& rank,
   }
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
 
-  agree_on_data(*s.backend, s.data_listing, data);
+  agree_on_data(*s.backend, data);
   data::load_data(data);  // the IDX files, once the backend (and a ddp job's rendezvous) is up
   attach_loaders(config, std::move(data), s);
   if (use == SessionUse::kTrain) plan_steps(config, s);
