@@ -14,6 +14,7 @@ namespace dptrain::app {
 int run_train(const cli::Command& command, const std::vector<std::string>& argv);
 int run_evaluate(const cli::Command& command, const std::vector<std::string>& argv);
 int run_predict(const cli::Command& command);
+int run_preview(const cli::Command& command);
 int run_compare(const cli::Command& command);
 int run_sweep(const cli::Command& command);
 // info --model NAME: the network's summary on stdout.

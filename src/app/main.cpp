@@ -75,6 +75,8 @@ int run(const cli::Command& command, const std::vector<std::string>& argv) {
       return app::run_evaluate(command, argv);
     case cli::Action::kPredict:
       return app::run_predict(command);
+    case cli::Action::kPreview:
+      return app::run_preview(command);
     case cli::Action::kCompare:
       return app::run_compare(command);
     case cli::Action::kSweep:

@@ -44,6 +44,11 @@ constexpr const char* kPredictExamples = R"(Examples:
   dptrain predict --model runs/X/model.pt --index 0 t10k-images-idx3-ubyte.gz
   dptrain predict --model runs/X/model.pt --json shoe.png bag.pgm)";
 
+constexpr const char* kPreviewExamples = R"(Examples:
+  dptrain preview --config configs/d2l.json         the first 16 training samples, as trained
+  dptrain preview --config configs/d2l.json --split test --count 64 --output look
+  dptrain preview --set data.dataset=folder --set data.dir=pictures --epoch 3)";
+
 constexpr const char* kConfigExamples = R"(Examples:
   dptrain config --config configs/cpu_smoke.json    print the resolved experiment
   dptrain config --set optimizer.lr=0.1             the defaults with one change
@@ -327,6 +332,24 @@ std::optional<int> split_set_pairs(std::vector<std::string>& words) {
 
 // Before CLI11 sees the line: `dptrain help [SUBCOMMAND]`, and a first word that is no
 // subcommand, answered with the closest. Nothing when CLI11 should parse as usual.
+CLI::App* add_preview(CLI::App& app, Command& command) {
+  CLI::App* preview = app.add_subcommand(
+      "preview", "the first samples of a split as training sees them: a PNG sheet and a .pt file");
+  preview->footer(with_note(kPreviewExamples));
+  add_experiment_options(*preview, command);
+  preview->add_option("--split", command.preview.split, "train (default), val or test")
+      ->check(CLI::IsMember({"train", "val", "test"}));
+  preview->add_option("-n,--count", command.preview.count, "how many samples (default 16)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  preview
+      ->add_option("--epoch", command.preview.epoch,
+                   "the epoch whose random transforms to draw (default 0, the first)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  preview->add_option("-o,--output", command.output_dir,
+                      "the folder for SPLIT.png and SPLIT.pt (default: preview)");
+  return preview;
+}
+
 std::optional<int> answer_first_word(CLI::App& app, const std::vector<CLI::App*>& subs, int argc,
                                      const char* const* argv) {
   std::vector<std::string> names;
@@ -375,11 +398,13 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   CLI::App* train = add_train(app, command);
   CLI::App* evaluate = add_evaluate(app, command);
   CLI::App* predict = add_predict(app, command);
+  CLI::App* preview = add_preview(app, command);
   CLI::App* show = add_config(app, command);
   CLI::App* info = add_info(app, command);
   CLI::App* compare = add_compare(app, command);
   CLI::App* sweep = add_sweep(app, command);
-  const std::vector<CLI::App*> subs = {train, evaluate, predict, show, info, compare, sweep};
+  const std::vector<CLI::App*> subs = {train, evaluate, predict, preview,
+                                       show,  info,     compare, sweep};
   for (CLI::App* sub : subs) add_common_options(*sub, command);
 
   if (const auto status = answer_first_word(app, subs, argc, argv)) return {std::nullopt, *status};
@@ -403,23 +428,15 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     return {std::nullopt, status == 0 ? 0 : 2};
   }
   if (const auto status = leftovers()) return {std::nullopt, *status};
-  if (train->parsed()) {
-    command.action = Action::kTrain;
-    for (const char* name : {"--nnodes", "--node-rank", "--master-addr", "--master-port"}) {
-      command.nodes.given = command.nodes.given || train->count(name) > 0;
-    }
-  } else if (evaluate->parsed()) {
-    command.action = Action::kEvaluate;
-  } else if (predict->parsed()) {
-    command.action = Action::kPredict;
-  } else if (show->parsed()) {
-    command.action = Action::kConfig;
-  } else if (compare->parsed()) {
-    command.action = Action::kCompare;
-  } else if (sweep->parsed()) {
-    command.action = Action::kSweep;
-  } else {
-    command.action = Action::kInfo;
+  const std::vector<std::pair<const CLI::App*, Action>> actions = {
+      {train, Action::kTrain},     {evaluate, Action::kEvaluate}, {predict, Action::kPredict},
+      {preview, Action::kPreview}, {show, Action::kConfig},       {info, Action::kInfo},
+      {compare, Action::kCompare}, {sweep, Action::kSweep}};
+  for (const auto& [sub, action] : actions) {
+    if (sub->parsed()) command.action = action;
+  }
+  for (const char* name : {"--nnodes", "--node-rank", "--master-addr", "--master-port"}) {
+    command.nodes.given = command.nodes.given || (train->parsed() && train->count(name) > 0);
   }
   return {command, 0};
 }

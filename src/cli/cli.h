@@ -8,7 +8,7 @@
 
 namespace dptrain::cli {
 
-enum class Action { kTrain, kEvaluate, kPredict, kConfig, kInfo, kCompare, kSweep };
+enum class Action { kTrain, kEvaluate, kPredict, kPreview, kConfig, kInfo, kCompare, kSweep };
 
 // dptrain's own launch of ddp ranks over several machines without a scheduler, as torchrun's
 // options of the same names.
@@ -46,6 +46,13 @@ struct Command {
   int top = 3;                                       // predict: classes shown per image
   bool json = false;  // predict: a JSON object per image; info: one JSON object
   std::optional<std::string> summary_model;  // info --model: a network's summary instead
+
+  // preview (with config_file, overrides and output_dir: the folder it writes into)
+  struct Preview {
+    std::string split = "train";  // train, val or test
+    int64_t count = 16;           // samples from the split's first
+    int64_t epoch = 0;            // whose random draws
+  } preview;
 
   // compare
   std::vector<std::string> runs;  // run folders, folders above them, or globs

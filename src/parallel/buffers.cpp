@@ -1,7 +1,12 @@
 #include "parallel/buffers.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <memory>
 
+#include "core/error.h"
+#include "core/terminal.h"
 #include "model/batch_norm.h"
 
 namespace dptrain::parallel {
@@ -18,7 +23,47 @@ class RanksSum : public model::StatisticsSum {
   distributed::Communicator& comm_;
 };
 
+// Each tensor's shape, "[6, 1, 5, 5]", a line each.
+std::string shapes_text(const std::vector<torch::Tensor>& tensors) {
+  std::string text;
+  for (const auto& t : tensors) text += fmt::format("[{}]\n", fmt::join(t.sizes(), ", "));
+  return text;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    lines.push_back(text.substr(start, end - start));
+  }
+  return lines;
+}
+
 }  // namespace
+
+void check_same_shapes(const std::vector<torch::Tensor>& tensors, distributed::Communicator& comm) {
+  if (comm.world_size() == 1) return;
+  const std::vector<std::string> all = comm.all_gather_text("shapes", shapes_text(tensors));
+  const std::vector<std::string> first = lines_of(all[0]);
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    // A rank's text is its own (the store's bytes): only its count and shapes are shown, parsed.
+    const std::vector<std::string> theirs = lines_of(all[r]);
+    size_t k = 0;
+    while (k < first.size() && k < theirs.size() && first[k] == theirs[k]) ++k;
+    const auto shape_at = [](const std::vector<std::string>& lines, size_t i) {
+      return i < lines.size() ? lines[i] : std::string("none");
+    };
+    throw core::Error(
+        core::ErrorCode::kDistributed,
+        fmt::format("rank {}'s model is not rank 0's: its tensor {} is {} there and {} on rank 0 "
+                    "({} and {} tensors)",
+                    r, k, core::printable(shape_at(theirs, k).substr(0, 100)), shape_at(first, k),
+                    theirs.size(), first.size()),
+        "every rank must make the same model: the same model.* keys and the same data "
+        "(data.classes, data.channels and data.image_size come from each rank's own data.dir)");
+  }
+}
 
 void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors,
                           distributed::Communicator& comm, const std::string& what) {

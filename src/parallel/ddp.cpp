@@ -47,6 +47,7 @@ void DistributedDataParallel::broadcast_initial_state() {
   // Parameters and buffers alike in one collective, not one per tensor.
   std::vector<torch::Tensor> state = model_.ptr()->parameters();
   for (const auto& b : buffers_) state.push_back(b);
+  check_same_shapes(state, *comm_);
   broadcast_from_rank0(state, *comm_, "the broadcast of rank 0's initial parameters");
 }
 

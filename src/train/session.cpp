@@ -11,10 +11,8 @@
 #include "build_features.h"
 #include "core/error.h"
 #include "core/terminal.h"
-#include "data/holdout.h"
 #include "data/sources.h"
-#include "data/transformed_dataset.h"
-#include "data/transforms.h"
+#include "data/splits.h"
 #include "model/registry.h"
 #include "model/state_dict.h"
 #include "optim/optimizer.h"
@@ -118,38 +116,6 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
   return o;
 }
 
-// The data set, split and placed, and a loader for each part: this rank's share of every set.
-// The splits the loaders take: the hold-out cut from the training set, then each part through
-// its transforms.
-struct LoadedSplits {
-  std::shared_ptr<const data::Dataset> train, val, test;
-  bool random = false;  // whether the training transforms draw
-};
-
-LoadedSplits transformed_splits(const config::Config& config, data::OpenedData splits) {
-  LoadedSplits out{splits.train, nullptr, splits.test};
-  if (config.data.val_split > 0) {
-    data::HeldOut held = data::hold_out(splits.train, config.data.val_split, config.seed);
-    out.train = held.train;
-    out.val = held.val;
-    spdlog::info("data: {} training samples, {} held out for validation", out.train->size(),
-                 out.val->size());
-  }
-  const auto through = [&](std::shared_ptr<const data::Dataset>& split,
-                           const std::vector<config::TransformSpec>& transforms) {
-    if (!split || transforms.empty()) return false;
-    auto transformed =
-        std::make_shared<const data::TransformedDataset>(split, transforms, config.seed);
-    const bool random = transformed->random();
-    split = std::move(transformed);
-    return random;
-  };
-  out.random = through(out.train, config.data.train_transforms);
-  through(out.val, config.data.eval_transforms);
-  through(out.test, config.data.eval_transforms);
-  return out;
-}
-
 // A split kept on the device is transformed once: random training transforms need the host.
 data::Placement placement_for(const config::DataConfig& data, torch::Device device,
                               bool random_transforms) {
@@ -172,10 +138,11 @@ data::Placement placement_for(const config::DataConfig& data, torch::Device devi
   return data::Placement::kHost;
 }
 
+// The data set, split and placed, and a loader for each part: this rank's share of every set.
 void attach_loaders(const config::Config& config, data::OpenedData opened, Session& s) {
   const torch::Device device = s.backend->input_device();
   const std::filesystem::path dir = opened.dir;
-  LoadedSplits splits = transformed_splits(config, std::move(opened));
+  const data::TrainingSplits splits = data::make_splits(config, opened);
   const std::shared_ptr<const data::Dataset>& val = splits.val;
   const data::Placement placement = placement_for(config.data, device, splits.random);
   spdlog::info("data: {} from {}, placed on the {}{}", config::name_of(config.data.dataset),
@@ -233,7 +200,8 @@ void plan_steps(const config::Config& config, Session& s) {
 // Each rank lists a folder itself: a node whose copy differs would train on other samples under
 // the same indices. The digest's first 60 bits, the sample and class counts, in 20-bit parts, are
 // summed with their squares: all ranks agree exactly when sum^2 == world * (sum of squares).
-// (Ranks whose models differ in shape fail earlier, at the backend's first broadcast.)
+// (Ranks whose models differ in shape are refused earlier, by ddp's check before its first
+// broadcast: parallel/buffers.h.)
 void agree_on_data(parallel::Backend& backend, const data::OpenedData& data) {
   const int world = backend.world_size();
   if (world == 1) return;
@@ -266,17 +234,7 @@ void agree_on_data(parallel::Backend& backend, const data::OpenedData& data) {
 data::OpenedData open_data_of(const config::Config& given, Session& s) {
   data::OpenedData data = data::open_data(given.data);
   // The model sees the samples as the transforms make them, in training and evaluation alike.
-  const std::vector<int64_t> trained =
-      data::shape_after(given.data.train_transforms, data.sample_shape);
-  const std::vector<int64_t> evaluated =
-      data::shape_after(given.data.eval_transforms, data.sample_shape);
-  if (trained != evaluated) {
-    throw core::Error(core::ErrorCode::kConfig,
-                      fmt::format("data.train_transforms make samples of {}x{} and "
-                                  "data.eval_transforms of {}x{}",
-                                  trained[2], trained[1], evaluated[2], evaluated[1]),
-                      "end both lists with the size the model takes (a resize or a crop)");
-  }
+  const std::vector<int64_t> trained = data::model_sample_shape(given.data, data.sample_shape);
   data.sample_shape = trained;
   s.config = given;
   s.config.data = data::with_data_facts(given.data, data);

@@ -297,3 +297,44 @@ TEST_CASE(
   REQUIRE(params[0].size() == params[1].size());
   for (size_t i = 0; i < params[0].size(); ++i) CHECK(torch::equal(params[0][i], params[1][i]));
 }
+
+TEST_CASE(
+    "ddp ranks whose folders hold other classes are refused before their first broadcast, naming "
+    "the rank and the tensor that differs",
+    "[cli][folder][ddp]") {
+  // Two ranks started as torchrun starts them, each with its own data.dir: rank 1's copy lacks a
+  // class, so its LeNet ends in 9 outputs where rank 0's has 10.
+  TempDir dir;
+  write_picture_folder(dir / "all", 100, 20);
+  write_picture_folder(dir / "fewer", 100, 20);
+  for (const char* split : {"train", "test"}) {
+    std::filesystem::remove_all(dir / "fewer" / split / picture_class_folder(9, true));
+  }
+  const int port = free_port();
+  const auto rank_args = [&](const std::string& folder) {
+    auto extra = on_folder(dir / folder, 1);
+    extra.insert(extra.end(), {"--set", "parallel.backend=ddp", "--set", "parallel.timeout_s=60"});
+    return folder_job(dir / "run", extra);
+  };
+  const auto env = [port](int rank) {
+    return std::vector<std::string>{"RANK=" + std::to_string(rank),
+                                    "WORLD_SIZE=2",
+                                    "LOCAL_RANK=" + std::to_string(rank),
+                                    "LOCAL_WORLD_SIZE=2",
+                                    "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + std::to_string(port)};
+  };
+  BackgroundRun rank0(rank_args("all"), env(0));
+  BackgroundRun rank1(rank_args("fewer"), env(1));
+  const ProcessResult r0 = rank0.finish(120);
+  const ProcessResult r1 = rank1.finish(60);
+  INFO(r0.err << "\n" << r1.err);
+  // LeNet's tensor 6 is its last layer's weight: [classes, 128].
+  const std::string refused =
+      "rank 1's model is not rank 0's: its tensor 6 is [9, 128] there and [10, 128] on rank 0";
+  CHECK(r0.status != 0);
+  CHECK(r1.status != 0);
+  CHECK(r0.status != -1);  // ended by itself, not killed at the timeout or by a signal
+  CHECK_THAT(r0.err, ContainsSubstring(refused));
+  CHECK_THAT(r1.err, ContainsSubstring(refused));
+}
