@@ -3,10 +3,11 @@
 # readers that take outside input: IDX files (raw and gzip), experiment files with --set
 # overrides, checkpoints, model files (state_dicts), SLURM's node lists, what a peer sends the
 # rendezvous store, TensorBoard event files as a resumed run reads its own back, and the pictures
-# predict classifies (PNG, PGM/PPM).
+# predict classifies (PNG, PGM/PPM, JPEG), and the JPEG check and decoder alone (jpeg: a picture of
+# its header's size within the limits, decoded alike twice).
 #
 #   scripts/fuzz.sh [--seconds S] [TARGET...]
-#     targets: idx config nodelist checkpoint model_file store tensorboard image
+#     targets: idx config nodelist checkpoint model_file store tensorboard image jpeg
 #
 # Each target runs S seconds (default 30), as many at once as there are cores, from its committed
 # seeds (fuzz/corpus/TARGET) plus what earlier runs here found (build-asan/corpus/TARGET). A crash,
@@ -19,11 +20,11 @@ targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    idx|config|nodelist|checkpoint|model_file|store|tensorboard|image) targets+=("$1"); shift ;;
-    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file|store|tensorboard|image ...]" >&2; exit 2 ;;
+    idx|config|nodelist|checkpoint|model_file|store|tensorboard|image|jpeg) targets+=("$1"); shift ;;
+    *) echo "usage: $0 [--seconds S] [idx|config|nodelist|checkpoint|model_file|store|tensorboard|image|jpeg ...]" >&2; exit 2 ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file store tensorboard image)
+[[ ${#targets[@]} -gt 0 ]] || targets=(idx config nodelist checkpoint model_file store tensorboard image jpeg)
 
 # The fuzz targets live in the AddressSanitizer build (clang, with libFuzzer's coverage).
 "$root/scripts/check.sh" asan --build-only

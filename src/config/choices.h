@@ -14,6 +14,7 @@ namespace dptrain::config {
 
 enum class Dataset { kFashionMnist, kMnist, kFolder };
 enum class DataPlacement { kAuto, kHost, kDevice };
+enum class BadFiles { kError, kSkip };
 enum class OptimizerName { kSgd, kAdam, kAdamw };
 enum class SchedulerName { kNone, kStep, kCosine, kOnecycle };
 enum class Backend { kSingle, kDp, kDdp };
@@ -43,6 +44,11 @@ struct ChoiceNames<DataPlacement> {
   static constexpr NameTable<DataPlacement, 3> kNames{{{DataPlacement::kAuto, "auto"},
                                                        {DataPlacement::kHost, "host"},
                                                        {DataPlacement::kDevice, "device"}}};
+};
+template <>
+struct ChoiceNames<BadFiles> {
+  static constexpr NameTable<BadFiles, 2> kNames{
+      {{BadFiles::kError, "error"}, {BadFiles::kSkip, "skip"}}};
 };
 template <>
 struct ChoiceNames<OptimizerName> {

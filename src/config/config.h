@@ -30,6 +30,9 @@ struct DataConfig {
   std::vector<std::string> classes;     // empty: the data's, by label
   std::vector<int64_t> image_size;      // [H, W]; empty: the data's
   int64_t max_image_pixels = 89478485;  // a picture declaring more is refused (PIL's bomb guard)
+  // A folder's picture that cannot be listed or decoded: the run ends naming it, or it is left
+  // out (every picture decoded once when the data is opened) and counted.
+  BadFiles on_bad_file = BadFiles::kError;
   // Applied in order to each training (evaluation: validation and test) sample; draws seeded by
   // (seed, epoch, sample index).
   std::vector<TransformSpec> train_transforms;

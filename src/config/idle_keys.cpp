@@ -16,6 +16,10 @@ std::vector<std::string> idle_key_warnings(const Config& config, const std::stri
   const ParallelConfig defaults;
   const ParallelConfig& p = config.parallel;
   std::vector<std::string> warnings;
+  if (config.data.dataset != Dataset::kFolder && config.data.on_bad_file != BadFiles::kError) {
+    warnings.push_back("data.on_bad_file applies to a folder of pictures, and data.dataset is \"" +
+                       std::string(name_of(config.data.dataset)) + "\": it is ignored");
+  }
   if (p.backend != Backend::kDdp) {
     const std::string backend = std::string(name_of(p.backend));
     const auto idle = [&](const char* key, bool set) {

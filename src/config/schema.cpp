@@ -293,6 +293,12 @@ std::vector<KeySpec> data_keys() {
               "decoded (the default is PIL's MAX_IMAGE_PIXELS, above which PIL warns; at most "
               "16384 x 16384, the largest side dptrain decodes)",
               int64_t{16384} * 16384),
+      choice(KEY(data.on_bad_file),
+             "folder: a picture that cannot be read (not decodable, cut short, too large, an "
+             "empty file, a link out of the folder) ends the run naming it (`error`), or is left "
+             "out and counted (`skip`: every picture is then decoded once when the data is "
+             "opened, so that every rank and epoch has the same samples; see [Your own "
+             "images](#your-own-images))"),
   };
 }
 

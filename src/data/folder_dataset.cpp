@@ -16,6 +16,12 @@ size_t largest_picture_file(const PictureLimits& limits) {
 
 }  // namespace
 
+torch::Tensor read_folder_picture(const std::filesystem::path& path, int channels,
+                                  const PictureLimits& limits) {
+  return decode_picture(path, core::read_regular_file(path, largest_picture_file(limits)), channels,
+                        limits);
+}
+
 FolderDataset::FolderDataset(std::filesystem::path root, FolderListing listing, int channels,
                              PictureLimits limits)
     : root_(std::move(root)), listing_(std::move(listing)), channels_(channels), limits_(limits) {
@@ -27,9 +33,7 @@ FolderDataset::FolderDataset(std::filesystem::path root, FolderListing listing, 
 }
 
 torch::Tensor FolderDataset::picture(int64_t i) const {
-  const std::filesystem::path path = root_ / std::string(listing_.file(i));
-  return decode_picture(path, core::read_regular_file(path, largest_picture_file(limits_)),
-                        channels_, limits_);
+  return read_folder_picture(root_ / std::string(listing_.file(i)), channels_, limits_);
 }
 
 void FolderDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& images,

@@ -13,6 +13,11 @@
 
 namespace dptrain::data {
 
+// The picture at `path` read (a file larger than any picture within `limits` refused unread) and
+// decoded, uint8 [H, W, channels]; a data error naming it when it is no readable picture.
+torch::Tensor read_folder_picture(const std::filesystem::path& path, int channels,
+                                  const PictureLimits& limits);
+
 class FolderDataset : public Dataset {
  public:
   // Reads the first picture for the sample shape; a data error naming it when it is no picture.

@@ -71,7 +71,8 @@ struct FolderEntries {
 
 class ImageFolderLister {
  public:
-  explicit ImageFolderLister(const std::filesystem::path& root) : root_(root) {
+  ImageFolderLister(const std::filesystem::path& root, SkippedFiles* skipped)
+      : root_(root), skipped_(skipped) {
     std::error_code ec;
     canonical_root_ = std::filesystem::canonical(root, ec);
     if (ec || !std::filesystem::is_directory(canonical_root_)) {
@@ -93,12 +94,13 @@ class ImageFolderLister {
       const std::string name = it->path().filename().string();
       const bool picture_name = pictures && picture_extension(name) != nullptr;
       const auto type = type_of(*it, picture_name);
-      const bool wanted = type == std::filesystem::file_type::directory ||
-                          (picture_name && is_picture(it->path(), name, type));
+      const bool folder = type == std::filesystem::file_type::directory;
+      const bool wanted = folder || (picture_name && is_picture(it->path(), name, type));
       if (!wanted) continue;
-      if (!core::is_utf8(name)) {
-        refuse_entry(it->path(), "a name that is not UTF-8",
-                     "rename it in UTF-8, as ImageFolder's users' file systems name files");
+      if (!core::is_utf8(name) &&
+          !refuse_file(folder, it->path(), "a name that is not UTF-8",
+                       "rename it in UTF-8, as ImageFolder's users' file systems name files")) {
+        continue;
       }
       (type == std::filesystem::file_type::directory ? entries.folders : entries.pictures)
           .push_back(name);
@@ -158,38 +160,55 @@ class ImageFolderLister {
     const auto target = std::filesystem::canonical(entry.path(), ec);
     if (ec) {
       if (!pictures) return std::filesystem::file_type::not_found;
-      refuse_entry(entry.path(), "a link that leads nowhere", "remove it or point it at a picture");
+      refuse_file(false, entry.path(), "a link that leads nowhere",
+                  "remove it or point it at a picture");
+      return std::filesystem::file_type::not_found;
     }
     const auto type = std::filesystem::status(target, ec).type();
     const std::string inside = canonical_root_.string() + "/";
-    if ((type == std::filesystem::file_type::directory || pictures) &&
-        target.string().rfind(inside, 0) != 0) {
-      refuse_entry(entry.path(),
-                   "a link that leads out of the data folder " + canonical_root_.string() +
-                       ", to " + target.string(),
-                   "copy what it leads to into the data folder: nothing outside it is read");
+    const bool folder = type == std::filesystem::file_type::directory;
+    if ((folder || pictures) && target.string().rfind(inside, 0) != 0) {
+      refuse_file(folder, entry.path(),
+                  "a link that leads out of the data folder " +
+                      core::printable(canonical_root_.string()) + ", to " +
+                      core::printable(target.string()),
+                  "copy what it leads to into the data folder: nothing outside it is read");
+      return std::filesystem::file_type::not_found;
     }
     return type;
   }
 
   // Whether the file `name` is a picture of ImageFolder's; refused when it is one that dptrain
   // does not decode, or no regular file (a FIFO named x.png would stall the reader).
-  static bool is_picture(const std::filesystem::path& path, const std::string& name,
-                         std::filesystem::file_type type) {
+  bool is_picture(const std::filesystem::path& path, const std::string& name,
+                  std::filesystem::file_type type) const {
     const PictureExtension* extension = picture_extension(name);
     if (extension == nullptr) return false;  // ImageFolder passes it by too
+    if (type == std::filesystem::file_type::not_found) return false;  // a link left out
     if (!extension->decoded) {
-      refuse_entry(
-          path, std::string("a ") + extension->format + " picture, which dptrain does not decode",
+      return refuse_file(
+          false, path,
+          std::string("a ") + extension->format + " picture, which dptrain does not decode",
           "convert it to PNG or JPEG, or move it out of the data folder");
     }
     if (type != std::filesystem::file_type::regular) {
-      refuse_entry(path, "no regular file", "remove it, or put the picture it stands for there");
+      return refuse_file(false, path, "no regular file",
+                         "remove it, or put the picture it stands for there");
     }
     return true;
   }
 
+  // A refusal: thrown for a folder, or for a file unless data.on_bad_file skips it (then counted,
+  // and false: the entry is left out).
+  bool refuse_file(bool folder, const std::filesystem::path& path, const std::string& why,
+                   const std::string& hint) const {
+    if (folder || skipped_ == nullptr) refuse_entry(path, why, hint);
+    skipped_->add(core::printable(path.string()) + ": " + why);
+    return false;
+  }
+
   std::filesystem::path root_;
+  SkippedFiles* skipped_;
   std::filesystem::path canonical_root_;
 };
 
@@ -207,8 +226,20 @@ void FolderListing::add_file(std::string_view relative, int32_t label) {
   labels_.push_back(label);
 }
 
-FolderListing list_image_folder(const std::filesystem::path& root) {
-  const ImageFolderLister lister(root);
+void SkippedFiles::add(const std::string& file_and_why) {
+  ++count;
+  if (examples.size() < kExamples) examples.push_back(file_and_why);
+}
+
+void SkippedFiles::add_empty_class(const std::filesystem::path& root, const std::string& name) {
+  const std::string folder = core::printable(root.filename().string() + "/" + name);
+  if (std::find(empty_classes.begin(), empty_classes.end(), folder) == empty_classes.end()) {
+    empty_classes.push_back(folder);
+  }
+}
+
+FolderListing list_image_folder(const std::filesystem::path& root, SkippedFiles* skipped) {
+  const ImageFolderLister lister(root, skipped);
   FolderListing listing;
   const FolderEntries top = lister.read("", /*pictures=*/false);
   if (top.folders.empty()) {
@@ -225,7 +256,9 @@ FolderListing list_image_folder(const std::filesystem::path& root) {
         listing.add_file(folder + "/" + picture, static_cast<int32_t>(label));
       }
     }
-    if (listing.size() == before) {
+    if (listing.size() == before && skipped != nullptr) {
+      skipped->add_empty_class(root, name);
+    } else if (listing.size() == before) {
       refuse_entry(root / name, "a class folder with no picture in it (PNG, JPEG, PGM or PPM)",
                    "put its pictures there, or remove the folder: ImageFolder refuses it too");
     }

@@ -8,8 +8,11 @@
 // Where ImageFolder lists what it cannot open, this refuses up front, naming the entry: a link
 // that leads out of ROOT or nowhere, a link loop (os.walk would recurse until Python stops it),
 // a picture in a format dptrain does not decode (BMP, TIFF, WebP), a name that is not UTF-8, a
-// class folder with no picture. The names are held packed, one string for all: a listing of
-// 2,000,000 files costs their names' bytes and 12 bytes each.
+// class folder with no picture. With data.on_bad_file "skip" (a SkippedFiles given), the
+// refusals that concern one file (a link out or nowhere, a format not decoded, no regular file, a
+// name not UTF-8) leave it out instead, counted, and a class folder with no picture stays a class
+// with no samples (as ImageFolder's allow_empty=True keeps it). The names are held packed, one
+// string for all: a listing of 2,000,000 files costs their names' bytes and 12 bytes each.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,20 @@ class FolderListing {
   std::vector<int32_t> labels_;
 };
 
-// Lists `root` (a data error naming the entry and a hint for each refusal above).
-FolderListing list_image_folder(const std::filesystem::path& root);
+// What data.on_bad_file "skip" left out of a data set: how many pictures, the first few with why
+// (printable), and the class folders ("train/<class>", printable) left without a picture.
+struct SkippedFiles {
+  static constexpr size_t kExamples = 5;
+  int64_t count = 0;
+  std::vector<std::string> examples;
+  std::vector<std::string> empty_classes;
+  void add(const std::string& file_and_why);
+  // The class folder `name` of the split folder `root`, once.
+  void add_empty_class(const std::filesystem::path& root, const std::string& name);
+};
+
+// Lists `root` (a data error naming the entry and a hint for each refusal above); with `skipped`,
+// files are left out into it instead of refused.
+FolderListing list_image_folder(const std::filesystem::path& root, SkippedFiles* skipped = nullptr);
 
 }  // namespace dptrain::data

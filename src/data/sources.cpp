@@ -12,6 +12,7 @@
 #include "data/folder_dataset.h"
 #include "data/image_folder.h"
 #include "data/locate.h"
+#include "data/picture_check.h"
 
 namespace dptrain::data {
 namespace {
@@ -68,13 +69,32 @@ PictureLimits limits_of(const config::DataConfig& config) {
   return limits;
 }
 
+// A split's listing; with data.on_bad_file "skip", only its pictures that read (a data error when
+// none is left).
+FolderListing split_listing(const config::DataConfig& config, const std::filesystem::path& root,
+                            int channels, SkippedFiles& skipped) {
+  if (config.on_bad_file == config::BadFiles::kError) return list_image_folder(root);
+  const int64_t before = skipped.count;
+  FolderListing listing = readable_pictures(root, list_image_folder(root, &skipped), channels,
+                                            limits_of(config), skipped);
+  if (listing.size() == 0) {
+    throw Error(ErrorCode::kData,
+                core::printable(root.string()) + ": no picture in it reads (" +
+                    std::to_string(skipped.count - before) + " left out" +
+                    (skipped.examples.empty() ? std::string() : ", " + skipped.examples[0]) + ")",
+                kLayoutHint);
+  }
+  return listing;
+}
+
 OpenedData open_folder(const config::DataConfig& config) {
   OpenedData data;
   data.dir = config.dir;
   const std::filesystem::path train_root = split_folder(data.dir, "train");
   const std::filesystem::path test_root = split_folder(data.dir, "test");
-  FolderListing train = list_image_folder(train_root);
-  FolderListing test = list_image_folder(test_root);
+  const int channels = config.channels == 0 ? 3 : static_cast<int>(config.channels);
+  FolderListing train = split_listing(config, train_root, channels, data.skipped);
+  FolderListing test = split_listing(config, test_root, channels, data.skipped);
   // ImageFolder numbers each split's classes by itself: test classes other than train's would
   // silently give a label another meaning.
   if (test.classes() != train.classes()) {
@@ -86,7 +106,6 @@ OpenedData open_folder(const config::DataConfig& config) {
   }
   data.classes = train.classes();
   data.listing_digest = digest_of(train, test);
-  const int channels = config.channels == 0 ? 3 : static_cast<int>(config.channels);
   auto train_set = std::make_shared<const FolderDataset>(train_root, std::move(train), channels,
                                                          limits_of(config));
   auto test_set = std::make_shared<const FolderDataset>(test_root, std::move(test), channels,

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "data/dataset.h"
+#include "data/image_folder.h"
 
 namespace dptrain::data {
 
@@ -24,6 +25,8 @@ struct OpenedData {
   // A folder's listing (classes, files, labels of both splits) as SHA-256 hex: a resumed run
   // checks that its data is the data it was trained on. Empty for IDX files, whose order is fixed.
   std::string listing_digest;
+  // What data.on_bad_file "skip" left out of a folder (both splits).
+  SkippedFiles skipped;
 };
 
 // A data error naming the folder or file (and a hint) when the data is not there or not readable.

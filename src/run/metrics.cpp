@@ -126,7 +126,8 @@ nlohmann::json to_json(const RunSummary& s) {
       {"started_at", s.started_at},
       {"finished_at", s.finished_at},
       {"hosts", s.hosts},
-      {"dptrain_version", s.dptrain_version}};
+      {"dptrain_version", s.dptrain_version},
+      {"skipped_files", s.skipped_files}};
   if (s.has_val) {
     j["val_loss"] = s.val_loss;
     j["val_acc"] = s.val_acc;

@@ -95,6 +95,7 @@ struct RunSummary {
   std::string finished_at;
   std::vector<std::string> hosts;  // by rank
   std::string dptrain_version;
+  int64_t skipped_files = 0;  // pictures data.on_bad_file "skip" left out of the data
 };
 
 nlohmann::json to_json(const EpochMetrics& m);

@@ -1,5 +1,6 @@
 #include "train/session.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -239,6 +240,7 @@ data::OpenedData open_data_of(const config::Config& given, Session& s) {
   s.config = given;
   s.config.data = data::with_data_facts(given.data, data);
   s.data_listing = data.listing_digest;
+  s.skipped_files = data.skipped.count;
   const config::DataConfig& d = s.config.data;
   if (given.data.dataset == config::Dataset::kFolder) {
     spdlog::info("data: {} training and {} test pictures of {} classes, {}x{} with {} channel{}",
@@ -248,12 +250,30 @@ data::OpenedData open_data_of(const config::Config& given, Session& s) {
   return data;
 }
 
+// What data.on_bad_file "skip" left out, said once (by rank 0: every rank finds the same).
+void log_skipped(const data::SkippedFiles& skipped) {
+  if (skipped.count > 0) {
+    std::string examples;
+    for (const auto& e : skipped.examples) examples += "\n  " + e;
+    spdlog::warn("data.on_bad_file skip: {} picture{} left out{}{}", skipped.count,
+                 skipped.count == 1 ? "" : "s", examples,
+                 skipped.count > static_cast<int64_t>(skipped.examples.size()) ? "\n  ..." : "");
+  }
+  if (!skipped.empty_classes.empty()) {
+    spdlog::warn("data.on_bad_file skip: {} {} no picture that reads: kept as {} with no samples",
+                 fmt::format("\"{}\"", fmt::join(skipped.empty_classes, "\", \"")),
+                 skipped.empty_classes.size() == 1 ? "has" : "have",
+                 skipped.empty_classes.size() == 1 ? "a class" : "classes");
+  }
+}
+
 }  // namespace
 
 Session build_session(const config::Config& given, const launch::RankInfo& rank, SessionUse use) {
   apply_runtime(given, rank);
   Session s;
   data::OpenedData data = open_data_of(given, s);
+  if (rank.rank == 0) log_skipped(data.skipped);
   const config::Config& config = s.config;
   torch::manual_seed(static_cast<uint64_t>(config.seed));  // the initial weights
   s.config.model = model::model_config_for(config);        // what the model takes and gives

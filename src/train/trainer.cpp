@@ -344,6 +344,7 @@ class Training {
       if (chatty_) console_ << line << std::endl;
     }
     describe_run(*s_.backend, config_, origin_, started_at_, summary);
+    summary.skipped_files = s_.skipped_files;
     if (!writer_) return;
     model::save_state_dict(files_.dir() / run::kModelFile,
                            named_host_copies(*s_.backend, s_.state_specs),

@@ -338,3 +338,26 @@ TEST_CASE(
   CHECK_THAT(r0.err, ContainsSubstring(refused));
   CHECK_THAT(r1.err, ContainsSubstring(refused));
 }
+
+TEST_CASE(
+    "a run with data.on_bad_file skip trains on the pictures that read and counts the others in "
+    "summary.json; without it the run is refused naming the file",
+    "[cli][folder]") {
+  TempDir dir;
+  write_picture_folder(dir / "pictures", 100, 20);
+  const auto bad = dir / "pictures" / "train" / picture_class_folder(3, true) / "zz-empty.png";
+  write_text(bad, "");
+  const ProcessResult refused =
+      run_args(folder_job(dir / "refused", on_folder(dir / "pictures", 1)));
+  CHECK(refused.status != 0);
+  CHECK_THAT(refused.err, ContainsSubstring(bad.string() + ": "));
+  auto skip = on_folder(dir / "pictures", 1);
+  skip.insert(skip.end(), {"--set", "data.on_bad_file=skip"});
+  const ProcessResult run = run_args(folder_job(dir / "run", skip));
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.err, ContainsSubstring("data.on_bad_file skip: 1 picture left out"));
+  CHECK_THAT(run.err, ContainsSubstring(bad.string() + ": neither a PNG, a JPEG nor a PGM/PPM"));
+  CHECK(summary_of(dir / "run").at("skipped_files") == 1);
+  CHECK(metrics_of(dir / "run").at(0).at("train_samples") == 100);
+}
