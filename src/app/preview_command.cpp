@@ -33,7 +33,8 @@ std::shared_ptr<const data::Dataset> split_named(const data::TrainingSplits& spl
   return splits.val;
 }
 
-// The first `count` samples of `split`, checked against the bound before they are allocated.
+// The first `count` samples of `split`, checked against the bounds (theirs and their sheet's)
+// before any is made.
 data::Batch first_samples(const data::Dataset& split, int64_t count, int64_t epoch) {
   const int64_t n = std::min(count, split.size());
   const std::vector<int64_t> shape = split.sample_shape();
@@ -43,6 +44,14 @@ data::Batch first_samples(const data::Dataset& split, int64_t count, int64_t epo
     usage_error("--count " + std::to_string(count) + ": " + std::to_string(n) + " samples of " +
                     std::to_string(values) + " values are more than " +
                     std::to_string(kMaxPreviewBytes >> 20) + " MiB",
+                "ask for fewer samples");
+  }
+  if (const int64_t pixels = data::preview_sheet_pixels(n, shape[1], shape[2]);
+      pixels > data::kMaxSheetPixels) {
+    usage_error("--count " + std::to_string(count) + ": a sheet of " + std::to_string(n) +
+                    " samples of " + std::to_string(shape[2]) + "x" + std::to_string(shape[1]) +
+                    " would have " + std::to_string(pixels) + " pixels, more than " +
+                    std::to_string(data::kMaxSheetPixels),
                 "ask for fewer samples");
   }
   std::vector<int64_t> indices(n);
@@ -67,7 +76,21 @@ void write_preview(const std::filesystem::path& dir, const std::string& split,
 
 }  // namespace
 
+// Training draws epoch e's random transforms as epoch e - 1 of the loaders (the console counts
+// from 1); evaluation draws its transforms the same in every epoch, as the loaders' epoch 0.
+int64_t loader_epoch(const cli::Command& command) {
+  if (command.preview.split == "train") return command.preview.epoch - 1;
+  if (command.preview.epoch != 1) {
+    usage_error("--epoch " + std::to_string(command.preview.epoch) + " with --split " +
+                    command.preview.split +
+                    ": evaluation draws data.eval_transforms alike in every epoch",
+                "leave --epoch out for the val and test splits");
+  }
+  return 0;
+}
+
 int run_preview(const cli::Command& command) {
+  const int64_t epoch = loader_epoch(command);
   const config::Config given = resolve(command);
   core::init_logging(config::name_of(given.log.level), 0);
   data::OpenedData data = data::open_data(given.data);
@@ -75,9 +98,13 @@ int run_preview(const cli::Command& command) {
   config::Config config = given;
   config.data = data::with_data_facts(given.data, data);
   data::load_data(data);
+  if (data.skipped.count > 0) {
+    spdlog::warn("data.on_bad_file skip: {} pictures left out (`dptrain train` names them)",
+                 data.skipped.count);
+  }
   const data::TrainingSplits splits = data::make_splits(config, data);
   const std::shared_ptr<const data::Dataset> split = split_named(splits, command.preview.split);
-  const data::Batch batch = first_samples(*split, command.preview.count, command.preview.epoch);
+  const data::Batch batch = first_samples(*split, command.preview.count, epoch);
   const std::vector<std::string>& classes = config.data.classes;
   std::vector<std::string> captions;
   for (int64_t i = 0; i < batch.size(); ++i) {

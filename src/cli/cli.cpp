@@ -47,7 +47,7 @@ constexpr const char* kPredictExamples = R"(Examples:
 constexpr const char* kPreviewExamples = R"(Examples:
   dptrain preview --config configs/d2l.json         the first 16 training samples, as trained
   dptrain preview --config configs/d2l.json --split test --count 64 --output look
-  dptrain preview --set data.dataset=folder --set data.dir=pictures --epoch 3)";
+  dptrain preview --set data.dataset=folder --set data.dir=pictures --epoch 3    epoch 3's draws)";
 
 constexpr const char* kConfigExamples = R"(Examples:
   dptrain config --config configs/cpu_smoke.json    print the resolved experiment
@@ -162,6 +162,25 @@ CLI::App* add_predict(CLI::App& app, Command& command) {
       ->check(CLI::Range(1, 10));
   predict->add_flag("--json", command.json, "a JSON object per image instead of a table");
   return predict;
+}
+
+CLI::App* add_preview(CLI::App& app, Command& command) {
+  CLI::App* preview = app.add_subcommand(
+      "preview", "the first samples of a split as training sees them: a PNG sheet and a .pt file");
+  preview->footer(with_note(kPreviewExamples));
+  add_experiment_options(*preview, command);
+  preview->add_option("--split", command.preview.split, "train (default), val or test")
+      ->check(CLI::IsMember({"train", "val", "test"}));
+  preview->add_option("-n,--count", command.preview.count, "how many samples (default 16)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  preview
+      ->add_option("--epoch", command.preview.epoch,
+                   "train: the epoch whose random transforms to draw, counted from 1 as the "
+                   "console and metrics.jsonl count them (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  preview->add_option("-o,--output", command.output_dir,
+                      "the folder for SPLIT.png and SPLIT.pt (default: preview)");
+  return preview;
 }
 
 CLI::App* add_config(CLI::App& app, Command& command) {
@@ -332,24 +351,6 @@ std::optional<int> split_set_pairs(std::vector<std::string>& words) {
 
 // Before CLI11 sees the line: `dptrain help [SUBCOMMAND]`, and a first word that is no
 // subcommand, answered with the closest. Nothing when CLI11 should parse as usual.
-CLI::App* add_preview(CLI::App& app, Command& command) {
-  CLI::App* preview = app.add_subcommand(
-      "preview", "the first samples of a split as training sees them: a PNG sheet and a .pt file");
-  preview->footer(with_note(kPreviewExamples));
-  add_experiment_options(*preview, command);
-  preview->add_option("--split", command.preview.split, "train (default), val or test")
-      ->check(CLI::IsMember({"train", "val", "test"}));
-  preview->add_option("-n,--count", command.preview.count, "how many samples (default 16)")
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  preview
-      ->add_option("--epoch", command.preview.epoch,
-                   "the epoch whose random transforms to draw (default 0, the first)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  preview->add_option("-o,--output", command.output_dir,
-                      "the folder for SPLIT.png and SPLIT.pt (default: preview)");
-  return preview;
-}
-
 std::optional<int> answer_first_word(CLI::App& app, const std::vector<CLI::App*>& subs, int argc,
                                      const char* const* argv) {
   std::vector<std::string> names;

@@ -51,7 +51,7 @@ struct Command {
   struct Preview {
     std::string split = "train";  // train, val or test
     int64_t count = 16;           // samples from the split's first
-    int64_t epoch = 0;            // whose random draws
+    int64_t epoch = 1;            // whose random draws, from 1 as the console counts
   } preview;
 
   // compare

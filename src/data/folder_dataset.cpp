@@ -5,16 +5,11 @@
 #include "core/terminal.h"
 
 namespace dptrain::data {
-namespace {
-
 // A picture's file holds no more than its samples and a little (PNG's stored deflate blocks, PGM's
-// header, JPEG's tables; JPEG's samples are compressed): a file larger than that is refused
-// before it is read, as predict refuses one.
+// header, JPEG's tables; JPEG's samples are compressed).
 size_t largest_picture_file(const PictureLimits& limits) {
   return static_cast<size_t>(limits.max_sample_bytes) / 4 * 5 + (size_t{1} << 20);
 }
-
-}  // namespace
 
 torch::Tensor read_folder_picture(const std::filesystem::path& path, int channels,
                                   const PictureLimits& limits) {

@@ -13,7 +13,11 @@
 
 namespace dptrain::data {
 
-// The picture at `path` read (a file larger than any picture within `limits` refused unread) and
+// The largest file a picture within `limits` can be: a larger one is refused before it is read,
+// as predict refuses one.
+size_t largest_picture_file(const PictureLimits& limits);
+
+// The picture at `path` read (a file larger than largest_picture_file refused unread) and
 // decoded, uint8 [H, W, channels]; a data error naming it when it is no readable picture.
 torch::Tensor read_folder_picture(const std::filesystem::path& path, int channels,
                                   const PictureLimits& limits);

@@ -106,6 +106,11 @@ class ImageFolderLister {
           .push_back(name);
     }
     if (ec) refuse_entry(dir, "cannot list it: " + ec.message(), "check the folder's permissions");
+    // What "skip" left out, in the order of the names (the directory's own order is the file
+    // system's).
+    std::sort(left_out_.begin(), left_out_.end());
+    for (const std::string& file_and_why : left_out_) skipped_->add(file_and_why);
+    left_out_.clear();
     std::sort(entries.folders.begin(), entries.folders.end());
     std::sort(entries.pictures.begin(), entries.pictures.end());
     return entries;
@@ -203,12 +208,13 @@ class ImageFolderLister {
   bool refuse_file(bool folder, const std::filesystem::path& path, const std::string& why,
                    const std::string& hint) const {
     if (folder || skipped_ == nullptr) refuse_entry(path, why, hint);
-    skipped_->add(core::printable(path.string()) + ": " + why);
+    left_out_.push_back(core::printable(path.string()) + ": " + why);
     return false;
   }
 
   std::filesystem::path root_;
   SkippedFiles* skipped_;
+  mutable std::vector<std::string> left_out_;  // by read(), until its folder is listed
   std::filesystem::path canonical_root_;
 };
 

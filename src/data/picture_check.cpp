@@ -14,12 +14,23 @@ FolderListing readable_pictures(const std::filesystem::path& root, const FolderL
                                 int channels, const PictureLimits& limits, SkippedFiles& skipped) {
   const int64_t n = listing.size();
   std::vector<uint8_t> bad(static_cast<size_t>(n), 0);
+  // Why picture i is no picture, or nothing. What is wrong with the machine rather than the file
+  // (a permission, an I/O error) is not the file's fault: that error ends the run, as it would
+  // without "skip", so that a file system's bad moment cannot quietly take samples away.
   const auto problem = [&](int64_t i) -> std::optional<std::string> {
+    const std::filesystem::path path = root / std::string(listing.file(i));
+    std::error_code ec;
+    const uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (!ec && bytes > largest_picture_file(limits)) {
+      return core::printable(path.string()) + ": a file of " + std::to_string(bytes) +
+             " bytes, larger than any picture within data.max_image_pixels";
+    }
     try {
-      read_folder_picture(root / std::string(listing.file(i)), channels, limits);
+      read_folder_picture(path, channels, limits);
       return std::nullopt;
     } catch (const core::Error& e) {
-      return std::string(e.what());  // it names the file, printable
+      if (e.code() != core::ErrorCode::kData) throw;
+      return core::printable(e.what());
     }
   };
   at::parallel_for(0, n, /*grain_size=*/16, [&](int64_t begin, int64_t end) {

@@ -31,8 +31,8 @@ struct Layout {
   int64_t sheet_h() const { return kGap + rows * (tile_h + caption_h + kGap); }
 };
 
-Layout layout_of(const torch::Tensor& images) {
-  Layout l{images.size(0), images.size(1), images.size(2), images.size(3), 1, 1, 1, 1, 0, 0, 0};
+Layout layout_of(int64_t n, int64_t channels, int64_t height, int64_t width) {
+  Layout l{n, channels, height, width, 1, 1, 1, 1, 0, 0, 0};
   const int64_t side = std::max<int64_t>(1, std::min(l.height, l.width));
   l.zoom = std::max<int64_t>(1, (kMinTile + side - 1) / side);
   l.tile_w = l.width * l.zoom;
@@ -87,8 +87,13 @@ void append_png(void* context, void* data, int size) {
 
 }  // namespace
 
+int64_t preview_sheet_pixels(int64_t n, int64_t height, int64_t width) {
+  const Layout l = layout_of(n, 1, height, width);
+  return l.sheet_w() * l.sheet_h();
+}
+
 PreviewSheet preview_sheet(const torch::Tensor& images, const std::vector<std::string>& captions) {
-  const Layout l = layout_of(images);
+  const Layout l = layout_of(images.size(0), images.size(1), images.size(2), images.size(3));
   PreviewSheet sheet;
   sheet.width = l.sheet_w();
   sheet.height = l.sheet_h();
@@ -99,14 +104,13 @@ PreviewSheet preview_sheet(const torch::Tensor& images, const std::vector<std::s
                           " pixels, more than " + std::to_string(kMaxSheetPixels) + " in all",
                       "ask for fewer samples (--count)");
   }
-  const torch::Tensor values = images.to(torch::kFloat64);
-  sheet.low = std::min(0.0, values.min().item<double>());
-  sheet.high = std::max(1.0, values.max().item<double>());
-  // The grey level of each value, and the tile's pixels channel by channel: [N, 3, H, W].
-  torch::Tensor levels = ((values - sheet.low) / (sheet.high - sheet.low) * 255.0)
-                             .round()
-                             .clamp(0, 255)
-                             .to(torch::kUInt8);
+  sheet.low = std::min(0.0, images.min().item<double>());
+  sheet.high = std::max(1.0, images.max().item<double>());
+  // The grey level of each value (in place on one copy: the batch may be a GiB), and the tile's
+  // pixels channel by channel: [N, 3, H, W].
+  torch::Tensor levels = images.sub(sheet.low);
+  levels.mul_(255.0 / (sheet.high - sheet.low)).round_().clamp_(0, 255);
+  levels = levels.to(torch::kUInt8);
   levels = l.channels == 3 ? levels : levels.narrow(1, 0, 1).expand({l.n, 3, l.height, l.width});
   levels = levels.permute({0, 2, 3, 1}).contiguous();  // [N, H, W, 3]
   const uint8_t* src = levels.data_ptr<uint8_t>();

@@ -19,11 +19,15 @@ struct PreviewSheet {
   double low = 0, high = 1;
 };
 
-// The most pixels a sheet may have (about 200 MB of RGB): more is a data error naming --count.
+// The most pixels a sheet may have (about 200 MB of RGB).
 constexpr int64_t kMaxSheetPixels = int64_t{64} << 20;
 
+// The pixels of the sheet of `n` samples of `height` x `width`, known before any is made.
+int64_t preview_sheet_pixels(int64_t n, int64_t height, int64_t width);
+
 // `images`: float32 [N, C, H, W] on the CPU (C 1 or 3; another C shows its first channel);
-// `captions`: N lines, shown in ASCII (other bytes as '?'), cut to the tile's width.
+// `captions`: N lines, shown in ASCII (other bytes as '?'), cut to the tile's width. A data error
+// when the sheet would have more than kMaxSheetPixels.
 PreviewSheet preview_sheet(const torch::Tensor& images, const std::vector<std::string>& captions);
 
 }  // namespace dptrain::data

@@ -75,13 +75,17 @@ FolderListing split_listing(const config::DataConfig& config, const std::filesys
                             int channels, SkippedFiles& skipped) {
   if (config.on_bad_file == config::BadFiles::kError) return list_image_folder(root);
   const int64_t before = skipped.count;
+  const size_t examples_before = skipped.examples.size();
   FolderListing listing = readable_pictures(root, list_image_folder(root, &skipped), channels,
                                             limits_of(config), skipped);
   if (listing.size() == 0) {
+    // This split's first reason, when the examples had room for it.
+    const std::string first = skipped.examples.size() > examples_before
+                                  ? ", " + skipped.examples[examples_before]
+                                  : std::string();
     throw Error(ErrorCode::kData,
                 core::printable(root.string()) + ": no picture in it reads (" +
-                    std::to_string(skipped.count - before) + " left out" +
-                    (skipped.examples.empty() ? std::string() : ", " + skipped.examples[0]) + ")",
+                    std::to_string(skipped.count - before) + " left out" + first + ")",
                 kLayoutHint);
   }
   return listing;

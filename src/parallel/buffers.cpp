@@ -41,25 +41,27 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-void check_same_shapes(const std::vector<torch::Tensor>& tensors, distributed::Communicator& comm) {
+void check_same_shapes(const std::vector<std::string>& names,
+                       const std::vector<torch::Tensor>& tensors, distributed::Communicator& comm) {
   if (comm.world_size() == 1) return;
   const std::vector<std::string> all = comm.all_gather_text("shapes", shapes_text(tensors));
   const std::vector<std::string> first = lines_of(all[0]);
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r] == all[0]) continue;
-    // A rank's text is its own (the store's bytes): only its count and shapes are shown, parsed.
+    // A rank's text is its own (the store's bytes): shown escaped and cut short.
     const std::vector<std::string> theirs = lines_of(all[r]);
     size_t k = 0;
     while (k < first.size() && k < theirs.size() && first[k] == theirs[k]) ++k;
     const auto shape_at = [](const std::vector<std::string>& lines, size_t i) {
       return i < lines.size() ? lines[i] : std::string("none");
     };
+    const std::string name = k < names.size() ? names[k] : "tensor " + std::to_string(k);
     throw core::Error(
         core::ErrorCode::kDistributed,
-        fmt::format("rank {}'s model is not rank 0's: its tensor {} is {} there and {} on rank 0 "
-                    "({} and {} tensors)",
-                    r, k, core::printable(shape_at(theirs, k).substr(0, 100)), shape_at(first, k),
-                    theirs.size(), first.size()),
+        fmt::format("rank {}'s model is not rank 0's: its {} is {} there and {} on rank 0 ({} "
+                    "and {} tensors)",
+                    r, name, core::printable(shape_at(theirs, k).substr(0, 100)),
+                    shape_at(first, k), theirs.size(), first.size()),
         "every rank must make the same model: the same model.* keys and the same data "
         "(data.classes, data.channels and data.image_size come from each rank's own data.dir)");
   }

@@ -25,8 +25,10 @@ void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors,
 // Compares every rank's tensor shapes with rank 0's through the job's store, before a collective
 // over them: ranks whose models differ (made for other data: another class count, channels or
 // picture size) would otherwise broadcast buffers of other lengths, which Gloo answers by ending
-// the process. A distributed error naming the rank and the first tensor that differs.
-void check_same_shapes(const std::vector<torch::Tensor>& tensors, distributed::Communicator& comm);
+// the process. A distributed error naming the rank and the first tensor that differs (`names`:
+// the tensors' names, as the state_dict has them).
+void check_same_shapes(const std::vector<std::string>& names,
+                       const std::vector<torch::Tensor>& tensors, distributed::Communicator& comm);
 
 // Makes every BatchNorm in `model` normalise with the statistics of the global batch, summed over
 // `comm`'s ranks; returns how many there are. `comm` must outlive the model's forwards.

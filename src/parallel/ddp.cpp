@@ -45,9 +45,17 @@ DistributedDataParallel::~DistributedDataParallel() {
 
 void DistributedDataParallel::broadcast_initial_state() {
   // Parameters and buffers alike in one collective, not one per tensor.
-  std::vector<torch::Tensor> state = model_.ptr()->parameters();
-  for (const auto& b : buffers_) state.push_back(b);
-  check_same_shapes(state, *comm_);
+  std::vector<torch::Tensor> state;
+  std::vector<std::string> names;
+  for (const auto& p : model_.ptr()->named_parameters()) {
+    names.push_back(p.key());
+    state.push_back(p.value());
+  }
+  for (const auto& b : model_.ptr()->named_buffers()) {
+    names.push_back(b.key());
+    state.push_back(b.value());
+  }
+  check_same_shapes(names, state, *comm_);
   broadcast_from_rank0(state, *comm_, "the broadcast of rank 0's initial parameters");
 }
 

@@ -199,7 +199,7 @@ void plan_steps(const config::Config& config, Session& s) {
 }
 
 // Each rank lists a folder itself: a node whose copy differs would train on other samples under
-// the same indices. The digest's first 60 bits, the sample and class counts, in 20-bit parts, are
+// the same indices. The digest's first 48 bits, the sample and class counts, in 16-bit parts, are
 // summed with their squares: all ranks agree exactly when sum^2 == world * (sum of squares).
 // (Ranks whose models differ in shape are refused earlier, by ddp's check before its first
 // broadcast: parallel/buffers.h.)

@@ -329,19 +329,20 @@ TEST_CASE(
   const ProcessResult r0 = rank0.finish(120);
   const ProcessResult r1 = rank1.finish(60);
   INFO(r0.err << "\n" << r1.err);
-  // LeNet's tensor 6 is its last layer's weight: [classes, 128].
+  // LeNet's last layer's weight: [classes, 128].
   const std::string refused =
-      "rank 1's model is not rank 0's: its tensor 6 is [9, 128] there and [10, 128] on rank 0";
+      "rank 1's model is not rank 0's: its 9.weight is [9, 128] there and [10, 128] on rank 0";
   CHECK(r0.status != 0);
   CHECK(r1.status != 0);
-  CHECK(r0.status != -1);  // ended by itself, not killed at the timeout or by a signal
+  CHECK(r0.status != -1);  // each ended by itself, not killed at the timeout or by a signal
+  CHECK(r1.status != -1);
   CHECK_THAT(r0.err, ContainsSubstring(refused));
   CHECK_THAT(r1.err, ContainsSubstring(refused));
 }
 
 TEST_CASE(
     "a run with data.on_bad_file skip trains on the pictures that read and counts the others in "
-    "summary.json; without it the run is refused naming the file",
+    "summary.json, and without it the run is refused naming the file",
     "[cli][folder]") {
   TempDir dir;
   write_picture_folder(dir / "pictures", 100, 20);

@@ -16,10 +16,11 @@ TEST_CASE("the manual page holds every subcommand, its options and every key", "
   REQUIRE(man.status == 0);
   CHECK(man.out.rfind(".TH DPTRAIN 1", 0) == 0);
   for (const std::string sub :
-       {"train", "evaluate", "predict", "config", "info", "compare", "sweep"}) {
+       {"train", "evaluate", "predict", "preview", "config", "info", "compare", "sweep"}) {
     CHECK(man.out.find(".SH \"dptrain " + sub + "\"") != std::string::npos);
   }
-  for (const std::string option : {"\\-\\-grid", "\\-\\-plot", "\\-\\-resume", "\\-\\-index"}) {
+  for (const std::string option :
+       {"\\-\\-grid", "\\-\\-plot", "\\-\\-resume", "\\-\\-index", "\\-\\-epoch"}) {
     CHECK(man.out.find(option) != std::string::npos);
   }
   for (const auto& key : config::schema()) {

@@ -89,7 +89,7 @@ TEST_CASE(
   CHECK(torch::equal(got_labels, expected_labels));
   // stdout: a line per sample with its label and class, then what was written.
   CHECK(preview.out.find("    0      9  Ankle boot") != std::string::npos);
-  CHECK(preview.out.find("6 test samples (epoch 0's draws) of 1x28x28") != std::string::npos);
+  CHECK(preview.out.find("6 test samples (epoch 1's draws) of 1x28x28") != std::string::npos);
 
   // The sheet: 3 columns of tiles 84 pixels a side (28 scaled by 3), each pixel a sample's grey
   // level, captions under them.
@@ -110,6 +110,17 @@ TEST_CASE(
     }
   }
   CHECK(compared == 6 * 84 * 84);
+  // Under each tile its caption ("9 Ankle boot" ...): white strokes on the background.
+  for (int64_t i = 0; i < 6; ++i) {
+    const int64_t left = 2 + (i % 3) * 86, caption_top = 2 + (i / 3) * 98 + 84;
+    int64_t white = 0;
+    for (int64_t y = caption_top; y < caption_top + 12; ++y) {
+      for (int64_t x = left; x < left + 84; ++x) {
+        white += sheet.rgb[static_cast<size_t>(3 * (y * sheet.width + x))] == 255;
+      }
+    }
+    CHECK(white > 20);
+  }
 
   if (!python_torch_present()) {
     DPTRAIN_SKIP("the PyTorch side needs Debian's python3-torch (scripts/setup.sh)");
@@ -145,7 +156,8 @@ TEST_CASE(
                                          "--set", "seed=7"};
   experiment.insert(experiment.end(), kRandomTransforms.begin(), kRandomTransforms.end());
   std::vector<std::string> args = experiment;
-  args.insert(args.end(), {"--count", "20", "--epoch", "3", "--output", (dir / "p").string()});
+  // --epoch counts from 1, as the console does: the loaders' epoch 3.
+  args.insert(args.end(), {"--count", "20", "--epoch", "4", "--output", (dir / "p").string()});
   const ProcessResult preview = run_preview(args);
   INFO(preview.err);
   REQUIRE(preview.status == 0);
@@ -172,7 +184,7 @@ TEST_CASE(
   CHECK_FALSE(torch::equal(got_images, images));
   opened.train->fill_batch(first, images, labels);
   CHECK_FALSE(torch::equal(got_labels, labels));
-  CHECK(preview.out.find("20 train samples (epoch 3's draws)") != std::string::npos);
+  CHECK(preview.out.find("20 train samples (epoch 4's draws)") != std::string::npos);
 
   // The validation split has no random transforms: its first samples as stored.
   args = experiment;
@@ -192,11 +204,16 @@ TEST_CASE("preview refuses what it cannot show, naming the option", "[cli][previ
   };
   refused({"--split", "val", "--output", (dir / "p").string()},
           "--split val: this experiment holds out no validation set (data.val_split is 0)");
-  refused({"--split", "eval"}, "--split");
-  refused({"--count", "0"}, "--count");
-  refused({"--count", "5000"}, "--count");
+  const std::string out = (dir / "p").string();
+  refused({"--split", "eval", "--output", out}, "--split");
+  refused({"--count", "0", "--output", out}, "--count");
+  refused({"--count", "5000", "--output", out}, "--count");
+  refused({"--epoch", "0", "--output", out}, "--epoch");
+  refused(
+      {"--split", "test", "--epoch", "2", "--output", out},
+      "--epoch 2 with --split test: evaluation draws data.eval_transforms alike in every epoch");
   // 4096 samples resized to 2048x2048 would be 64 GiB of floats: refused before any is made.
-  refused({"--count", "4096", "--set",
+  refused({"--count", "4096", "--output", out, "--set",
            R"(data.train_transforms=[{"name": "resize", "size": [2048, 2048]}])", "--set",
            R"(data.eval_transforms=[{"name": "resize", "size": [2048, 2048]}])"},
           "--count 4096: 4096 samples of 4194304 values are more than 1024 MiB");

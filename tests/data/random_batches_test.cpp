@@ -24,24 +24,24 @@ using namespace dptrain::testing;
 
 namespace {
 
-constexpr int64_t kBatch = 24;
-constexpr int64_t kSeed = 11;
+constexpr int64_t kGlobalBatch = 24;
+constexpr int64_t kDrawSeed = 11;
 
 // A batch as a loader delivers it.
-struct Rows {
+struct LoadedRows {
   torch::Tensor images, labels;
 };
 
 // The epoch's batches of one rank's share, through a loader of these workers and prefetching.
-std::vector<Rows> rank_batches(const std::shared_ptr<const data::Dataset>& train, int world,
-                               int rank, int64_t epoch, int64_t workers, int64_t prefetch,
-                               int64_t skip = 0) {
+std::vector<LoadedRows> rank_batches(const std::shared_ptr<const data::Dataset>& train, int world,
+                                     int rank, int64_t epoch, int64_t workers, int64_t prefetch,
+                                     int64_t skip = 0) {
   data::DistributedSampler::Options shards;
   shards.world_size = world;
   shards.rank = rank;
-  shards.seed = kSeed;
+  shards.seed = kDrawSeed;
   data::LoaderOptions options;
-  options.batch_size = kBatch / world;
+  options.batch_size = kGlobalBatch / world;
   options.num_workers = workers;
   options.prefetch_batches = prefetch;
   auto loader =
@@ -49,20 +49,20 @@ std::vector<Rows> rank_batches(const std::shared_ptr<const data::Dataset>& train
                         options, torch::kCPU);
   loader->start_epoch(epoch);
   for (int64_t k = 0; k < skip; ++k) loader->next();  // as a resumed epoch passes its first
-  std::vector<Rows> batches;
+  std::vector<LoadedRows> batches;
   while (auto batch = loader->next()) batches.push_back({batch->images, batch->labels});
   return batches;
 }
 
 // The global batches the ranks' shares make together: rank r's j-th sample of a batch is the
 // global batch's sample r + W * j (data/sampler.h).
-std::vector<Rows> global_batches(const std::vector<std::vector<Rows>>& ranks) {
+std::vector<LoadedRows> global_batches(const std::vector<std::vector<LoadedRows>>& ranks) {
   const int64_t world = static_cast<int64_t>(ranks.size());
-  std::vector<Rows> global;
+  std::vector<LoadedRows> global;
   for (size_t k = 0; k < ranks[0].size(); ++k) {
     const int64_t per_rank = ranks[0][k].labels.size(0);
-    Rows rows{torch::empty({world * per_rank, 1, 28, 28}),
-              torch::empty({world * per_rank}, torch::kInt64)};
+    LoadedRows rows{torch::empty({world * per_rank, 1, 28, 28}),
+                    torch::empty({world * per_rank}, torch::kInt64)};
     for (int64_t r = 0; r < world; ++r) {
       const torch::Tensor at = torch::arange(r, world * per_rank, world);
       rows.images.index_copy_(0, at, ranks[r][k].images);
@@ -83,7 +83,7 @@ TEST_CASE(
   write_real_subset(dir / "data", 240, 10);
   const config::Config config = config::load_config(
       std::nullopt,
-      {"data.dir=" + (dir / "data").string(), "seed=" + std::to_string(kSeed),
+      {"data.dir=" + (dir / "data").string(), "seed=" + std::to_string(kDrawSeed),
        R"(data.train_transforms=[{"name": "random_crop", "size": 28, "padding": 4,)"
        R"( "padding_mode": "reflect"}, {"name": "random_horizontal_flip"}])"},
       model::model_names());
@@ -99,15 +99,15 @@ TEST_CASE(
     // What each global batch must be: its samples in the shuffled order, each transformed alone
     // with its own draws.
     const std::vector<int64_t> order =
-        data::DistributedSampler(240, {/*world_size=*/1, /*rank=*/0, /*shuffle=*/true, kSeed})
+        data::DistributedSampler(240, {/*world_size=*/1, /*rank=*/0, /*shuffle=*/true, kDrawSeed})
             .epoch_indices(epoch);
-    std::vector<Rows> expected;
-    for (int64_t k = 0; k < 240 / kBatch; ++k) {
+    std::vector<LoadedRows> expected;
+    for (int64_t k = 0; k < 240 / kGlobalBatch; ++k) {
       std::vector<torch::Tensor> images;
       std::vector<int64_t> labels;
-      for (int64_t j = 0; j < kBatch; ++j) {
+      for (int64_t j = 0; j < kGlobalBatch; ++j) {
         int64_t label = -1;
-        images.push_back(transformed->sample(order[k * kBatch + j], epoch, &label));
+        images.push_back(transformed->sample(order[k * kGlobalBatch + j], epoch, &label));
         labels.push_back(label);
       }
       expected.push_back({torch::stack(images), torch::tensor(labels)});
@@ -116,11 +116,11 @@ TEST_CASE(
     for (const int world : {1, 2, 3, 4}) {
       for (const auto& [workers, prefetch] : {std::pair<int64_t, int64_t>{0, 0}, {2, 0}, {2, 3}}) {
         INFO(world << " ranks, " << workers << " workers, prefetch " << prefetch);
-        std::vector<std::vector<Rows>> ranks;
+        std::vector<std::vector<LoadedRows>> ranks;
         for (int r = 0; r < world; ++r) {
           ranks.push_back(rank_batches(splits.train, world, r, epoch, workers, prefetch));
         }
-        const std::vector<Rows> global = global_batches(ranks);
+        const std::vector<LoadedRows> global = global_batches(ranks);
         REQUIRE(global.size() == expected.size());
         for (size_t k = 0; k < global.size(); ++k) {
           CHECK(torch::equal(global[k].images, expected[k].images));
@@ -131,8 +131,8 @@ TEST_CASE(
     }
     CHECK(compared == 4 * 3 * 10);
     // Taken up after its 4th batch, as a resume from a checkpoint there takes it.
-    const std::vector<Rows> rest = rank_batches(splits.train, 2, 1, epoch, 2, 3, /*skip=*/4);
-    const std::vector<Rows> whole = rank_batches(splits.train, 2, 1, epoch, 0, 0);
+    const std::vector<LoadedRows> rest = rank_batches(splits.train, 2, 1, epoch, 2, 3, /*skip=*/4);
+    const std::vector<LoadedRows> whole = rank_batches(splits.train, 2, 1, epoch, 0, 0);
     REQUIRE(rest.size() == 6);
     for (size_t k = 0; k < rest.size(); ++k)
       CHECK(torch::equal(rest[k].images, whole[k + 4].images));
