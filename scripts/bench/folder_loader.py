@@ -9,6 +9,7 @@ Prints images/s (the median of the passes after a first one that warms up) and p
 memory: this process's and its largest worker's (each worker is a process of its own).
 """
 import argparse
+import gc
 import json
 import resource
 import statistics
@@ -95,6 +96,9 @@ def main():
         images = sum(len(labels) for _, labels in loader)
         if p > 0:
             rates.append(images / (time.perf_counter() - start))
+    # The workers end (and are waited for, which is when their peak is counted) with the loader.
+    del loader
+    gc.collect()
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
     worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss >> 10
     print(f"torchvision {torchvision.__version__} ({'v2' if V2 else 'v1'}) workers "
