@@ -429,6 +429,13 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     return {std::nullopt, status == 0 ? 0 : 2};
   }
   if (const auto status = leftovers()) return {std::nullopt, *status};
+  // An empty path names no file or folder (the file system would answer with an exception).
+  for (const auto* path : {&command.output_dir, &command.report_file, &command.plot_file}) {
+    if (*path && (*path)->empty()) {
+      return {std::nullopt, usage_error("an empty path was given for a file or folder to write",
+                                        "give --output (or --plot) a path")};
+    }
+  }
   const std::vector<std::pair<const CLI::App*, Action>> actions = {
       {train, Action::kTrain},     {evaluate, Action::kEvaluate}, {predict, Action::kPredict},
       {preview, Action::kPreview}, {show, Action::kConfig},       {info, Action::kInfo},

@@ -243,8 +243,14 @@ TransformSpec read_one(const json& object, const std::string& key, const Checker
       if (t.mean.empty() || t.std.empty() || t.mean.size() != t.std.size()) {
         r.fail("", "needs mean and std of one number per channel each", "as in torchvision");
       }
+      // Bounded so that every sample stays a finite float32: a std of 1e-50 is 0 in float32,
+      // and torchvision's samples would then be inf and NaN.
       for (const double s : t.std) {
-        if (!(s > 0)) r.fail("std", "must hold numbers above 0", "");
+        if (!(s >= 1e-6)) r.fail("std", "must hold numbers of at least 1e-6", "such as [0.3530]");
+      }
+      for (const double m : t.mean) {
+        if (!(std::abs(m) <= 1e6))
+          r.fail("mean", "must hold numbers within +-1e6", "such as [0.2860]");
       }
       break;
   }

@@ -268,6 +268,9 @@ void check_ancestors(const std::filesystem::path& dir, const std::string& what) 
 }  // namespace
 
 void ensure_own_folder(const std::filesystem::path& dir, const std::string& what) {
+  // The part of the path that is there is checked before anything is made under it: a folder
+  // made through another user's link, or in another user's folder, would be left behind there.
+  check_ancestors(dir, what);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   // A link in its place is fine if its owner is this user (or root): one made by anyone else

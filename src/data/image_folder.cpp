@@ -46,6 +46,9 @@ const PictureExtension* picture_extension(std::string_view name) {
   return nullptr;
 }
 
+constexpr char kLookHint[] =
+    "check the data folder's permissions; a path must be shorter than PATH_MAX (4,096 bytes)";
+
 [[noreturn]] void refuse_entry(const std::filesystem::path& entry, const std::string& why,
                                const std::string& hint) {
   throw core::Error(core::ErrorCode::kData, core::printable(entry.string()) + ": " + why, hint);
@@ -161,6 +164,9 @@ class ImageFolderLister {
                                      bool pictures) const {
     std::error_code ec;
     const auto own = entry.symlink_status(ec);
+    // What cannot even be looked at (a path longer than PATH_MAX, an entry gone meanwhile) is
+    // refused rather than passed by: a picture would otherwise go missing without a word.
+    if (ec) refuse_entry(entry.path(), "cannot look at it: " + ec.message(), kLookHint);
     if (!std::filesystem::is_symlink(own)) return own.type();
     const auto target = std::filesystem::canonical(entry.path(), ec);
     if (ec) {

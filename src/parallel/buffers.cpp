@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/line_diff.h"
 #include "core/terminal.h"
 #include "model/batch_norm.h"
 
@@ -30,41 +31,25 @@ std::string shapes_text(const std::vector<torch::Tensor>& tensors) {
   return text;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
-    lines.push_back(text.substr(start, end - start));
-  }
-  return lines;
-}
-
 }  // namespace
 
 void check_same_shapes(const std::vector<std::string>& names,
                        const std::vector<torch::Tensor>& tensors, distributed::Communicator& comm) {
   if (comm.world_size() == 1) return;
-  const std::vector<std::string> all = comm.all_gather_text("shapes", shapes_text(tensors));
-  const std::vector<std::string> first = lines_of(all[0]);
-  for (size_t r = 1; r < all.size(); ++r) {
-    if (all[r] == all[0]) continue;
-    // A rank's text is its own (the store's bytes): shown escaped and cut short.
-    const std::vector<std::string> theirs = lines_of(all[r]);
-    size_t k = 0;
-    while (k < first.size() && k < theirs.size() && first[k] == theirs[k]) ++k;
-    const auto shape_at = [](const std::vector<std::string>& lines, size_t i) {
-      return i < lines.size() ? lines[i] : std::string("none");
-    };
-    const std::string name = k < names.size() ? names[k] : "tensor " + std::to_string(k);
-    throw core::Error(
-        core::ErrorCode::kDistributed,
-        fmt::format("rank {}'s model is not rank 0's: its {} is {} there and {} on rank 0 ({} "
-                    "and {} tensors)",
-                    r, name, core::printable(shape_at(theirs, k).substr(0, 100)),
-                    shape_at(first, k), theirs.size(), first.size()),
-        "every rank must make the same model: the same model.* keys and the same data "
-        "(data.classes, data.channels and data.image_size come from each rank's own data.dir)");
-  }
+  const auto differs =
+      core::first_line_difference(comm.all_gather_text("shapes", shapes_text(tensors)));
+  if (!differs) return;
+  const size_t k = differs->line;
+  const std::string name = k < names.size() ? names[k] : "tensor " + std::to_string(k);
+  // Another rank's text came through the store: shown escaped and cut short.
+  throw core::Error(
+      core::ErrorCode::kDistributed,
+      fmt::format("rank {}'s model is not rank 0's: its {} is {} there and {} on rank 0 ({} and "
+                  "{} tensors)",
+                  differs->text, name, core::printable(differs->theirs.substr(0, 100)),
+                  differs->ours, differs->their_lines, differs->our_lines),
+      "every rank must make the same model: the same model.* keys and the same data "
+      "(data.classes, data.channels and data.image_size come from each rank's own data.dir)");
 }
 
 void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors,

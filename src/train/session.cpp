@@ -19,6 +19,7 @@
 #include "optim/optimizer.h"
 #include "parallel/backend.h"
 #include "train/precision.h"
+#include "train/rank_agreement.h"
 #include "train/step.h"
 
 namespace dptrain::train {
@@ -198,39 +199,6 @@ void plan_steps(const config::Config& config, Session& s) {
                config::name_of(config.scheduler.name));
 }
 
-// Each rank lists a folder itself: a node whose copy differs would train on other samples under
-// the same indices. The digest's first 48 bits, the sample and class counts, in 16-bit parts, are
-// summed with their squares: all ranks agree exactly when sum^2 == world * (sum of squares).
-// (Ranks whose models differ in shape are refused earlier, by ddp's check before its first
-// broadcast: parallel/buffers.h.)
-void agree_on_data(parallel::Backend& backend, const data::OpenedData& data) {
-  const int world = backend.world_size();
-  if (world == 1) return;
-  const std::string& listing = data.listing_digest;
-  std::vector<double> parts;
-  const uint64_t digest = listing.empty() ? 0 : std::stoull(listing.substr(0, 12), nullptr, 16);
-  const uint64_t classes = data.classes.size();
-  const uint64_t samples = data.train ? static_cast<uint64_t>(data.train->size()) : 0;
-  for (const uint64_t value : {digest, classes, samples}) {
-    for (int k = 0; k < 3; ++k) parts.push_back(static_cast<double>((value >> (16 * k)) & 0xFFFF));
-  }
-  std::vector<double> sums;
-  for (const double v : parts) sums.push_back(v);
-  for (const double v : parts) sums.push_back(v * v);
-  backend.all_reduce_sum(sums);
-  const size_t n = parts.size();
-  for (size_t i = 0; i < n; ++i) {
-    if (sums[i] * sums[i] == static_cast<double>(world) * sums[n + i]) continue;
-    throw core::Error(
-        core::ErrorCode::kData,
-        "the ranks do not see the same data in data.dir " + core::printable(data.dir.string()) +
-            ": rank " + std::to_string(backend.rank()) + " lists it as " +
-            (listing.empty() ? std::string("IDX files") : listing.substr(0, 12) + "...") +
-            ", and another rank otherwise",
-        "give every node the same folder (the same class folders and pictures)");
-  }
-}
-
 // The data set opened, and the config with what it is.
 data::OpenedData open_data_of(const config::Config& given, Session& s) {
   data::OpenedData data = data::open_data(given.data);
@@ -297,7 +265,7 @@ Session build_session(const config::Config& given, const launch::RankInfo& rank,
   }
   s.grad_clip_norm = config.optimizer.grad_clip_norm;
 
-  agree_on_data(*s.backend, data);
+  agree_on_experiment(*s.backend, s.config, data);
   data::load_data(data);  // the IDX files, once the backend (and a ddp job's rendezvous) is up
   attach_loaders(config, std::move(data), s);
   if (use == SessionUse::kTrain) plan_steps(config, s);

@@ -66,6 +66,16 @@ void write_as_idx(const std::filesystem::path& pictures, const std::filesystem::
   write(*folder.test, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz");
 }
 
+// Rank `rank` of 2 on this machine, as torchrun starts it.
+std::vector<std::string> two_rank_env(int rank, int port) {
+  return {"RANK=" + std::to_string(rank),
+          "WORLD_SIZE=2",
+          "LOCAL_RANK=" + std::to_string(rank),
+          "LOCAL_WORLD_SIZE=2",
+          "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port)};
+}
+
 ProcessResult run_args(const std::vector<std::string>& args) {
   return run_dptrain(shell_words(args));
 }
@@ -316,16 +326,8 @@ TEST_CASE(
     extra.insert(extra.end(), {"--set", "parallel.backend=ddp", "--set", "parallel.timeout_s=60"});
     return folder_job(dir / "run", extra);
   };
-  const auto env = [port](int rank) {
-    return std::vector<std::string>{"RANK=" + std::to_string(rank),
-                                    "WORLD_SIZE=2",
-                                    "LOCAL_RANK=" + std::to_string(rank),
-                                    "LOCAL_WORLD_SIZE=2",
-                                    "MASTER_ADDR=127.0.0.1",
-                                    "MASTER_PORT=" + std::to_string(port)};
-  };
-  BackgroundRun rank0(rank_args("all"), env(0));
-  BackgroundRun rank1(rank_args("fewer"), env(1));
+  BackgroundRun rank0(rank_args("all"), two_rank_env(0, port));
+  BackgroundRun rank1(rank_args("fewer"), two_rank_env(1, port));
   const ProcessResult r0 = rank0.finish(120);
   const ProcessResult r1 = rank1.finish(60);
   INFO(r0.err << "\n" << r1.err);
@@ -361,4 +363,45 @@ TEST_CASE(
   CHECK_THAT(run.err, ContainsSubstring(bad.string() + ": neither a PNG, a JPEG nor a PGM/PPM"));
   CHECK(summary_of(dir / "run").at("skipped_files") == 1);
   CHECK(metrics_of(dir / "run").at(0).at("train_samples") == 100);
+}
+
+TEST_CASE(
+    "ddp ranks that would train another experiment are refused before the first step, naming the "
+    "key: pictures of another size for ResNet-18, another data.val_split",
+    "[cli][folder][ddp]") {
+  TempDir dir;
+  write_picture_folder(dir / "square", 60, 20);
+  PictureFolderOptions shorter;
+  shorter.rows = 27;
+  write_picture_folder(dir / "short", 60, 20, shorter);
+  // Each rank's own extra settings; both must end by themselves, refused with `words`.
+  const auto refused = [&](const std::vector<std::string>& zero,
+                           const std::vector<std::string>& one, const std::string& words) {
+    const int port = free_port();
+    const auto args = [&](const std::vector<std::string>& own) {
+      std::vector<std::string> extra = {"--set", "parallel.backend=ddp", "--set",
+                                        "parallel.timeout_s=60"};
+      extra.insert(extra.end(), own.begin(), own.end());
+      return folder_job(dir / "run", extra);
+    };
+    BackgroundRun rank0(args(zero), two_rank_env(0, port));
+    BackgroundRun rank1(args(one), two_rank_env(1, port));
+    const ProcessResult r0 = rank0.finish(120);
+    const ProcessResult r1 = rank1.finish(60);
+    INFO(r0.err << "\n" << r1.err);
+    CHECK(r0.status > 0);
+    CHECK(r1.status > 0);
+    CHECK_THAT(r0.err, ContainsSubstring(words));
+    CHECK_THAT(r1.err, ContainsSubstring(words));
+  };
+  // ResNet-18's tensors do not depend on the picture size: the shapes agree, the data does not.
+  auto square = on_folder(dir / "square", 1), short_ones = on_folder(dir / "short", 1);
+  for (auto* own : {&square, &short_ones})
+    own->insert(own->end(), {"--set", "model.name=resnet18"});
+  refused(square, short_ones,
+          "rank 1 does not train rank 0's experiment: it has data.image_size=[27,28], and rank 0 "
+          "has data.image_size=[28,28]");
+  refused({"--set", "data.val_split=0.25"}, {"--set", "data.val_split=0.5"},
+          "rank 1 does not train rank 0's experiment: it has data.val_split=0.5, and rank 0 has "
+          "data.val_split=0.25");
 }

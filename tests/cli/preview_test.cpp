@@ -209,6 +209,7 @@ TEST_CASE("preview refuses what it cannot show, naming the option", "[cli][previ
   refused({"--count", "0", "--output", out}, "--count");
   refused({"--count", "5000", "--output", out}, "--count");
   refused({"--epoch", "0", "--output", out}, "--epoch");
+  refused({"--output", ""}, "an empty path was given for a file or folder to write");
   refused(
       {"--split", "test", "--epoch", "2", "--output", out},
       "--epoch 2 with --split test: evaluation draws data.eval_transforms alike in every epoch");

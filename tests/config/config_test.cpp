@@ -286,6 +286,17 @@ TEST_CASE("a folder's keys are checked: its dir, channels, classes and size", "[
         "exp.json: data.classes: holds 100001 entries, more than the 100000 dptrain takes");
   CHECK(error_of([] { resolve("{}", {"data.max_image_pixels=0"}); }, ErrorCode::kConfig) ==
         "--set data.max_image_pixels=0: data.max_image_pixels: must be at least 1, got 0");
+  // A normalize whose samples would not stay finite float32 values.
+  const std::string tiny =
+      R"(data.train_transforms=[{"name": "normalize", "mean": [0], "std": [1e-50]}])";
+  CHECK_THAT(error_of([&] { resolve("{}", {tiny}); }, ErrorCode::kConfig),
+             Catch::Matchers::EndsWith(
+                 ": data.train_transforms[0].std: must hold numbers of at least 1e-6"));
+  const std::string huge =
+      R"(data.eval_transforms=[{"name": "normalize", "mean": [1e300], "std": [1]}])";
+  CHECK_THAT(error_of([&] { resolve("{}", {huge}); }, ErrorCode::kConfig),
+             Catch::Matchers::EndsWith(
+                 ": data.eval_transforms[0].mean: must hold numbers within +-1e6"));
 }
 
 TEST_CASE("a malformed file or override is an error naming it", "[config]") {
