@@ -74,8 +74,6 @@ void write_preview(const std::filesystem::path& dir, const std::string& split,
   core::write_file_atomic(dir / (split + ".png"), sheet.png);
 }
 
-}  // namespace
-
 // Training draws epoch e's random transforms as epoch e - 1 of the loaders (the console counts
 // from 1); evaluation draws its transforms the same in every epoch, as the loaders' epoch 0.
 int64_t loader_epoch(const cli::Command& command) {
@@ -88,6 +86,8 @@ int64_t loader_epoch(const cli::Command& command) {
   }
   return 0;
 }
+
+}  // namespace
 
 int run_preview(const cli::Command& command) {
   const int64_t epoch = loader_epoch(command);

@@ -31,7 +31,9 @@ void flatten(const nlohmann::json& tree, const std::string& prefix, std::string&
     if (value.is_object()) {
       flatten(value, path, lines);
     } else if (!rank_own(path)) {
-      lines += path + "=" + value.dump() + "\n";
+      // A config's text need not be UTF-8 (a name given by --set): such bytes become U+FFFD.
+      lines +=
+          path + "=" + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
   }
 }
