@@ -39,10 +39,10 @@ double images_per_second(const std::shared_ptr<const data::Dataset>& train, int6
   data::LoaderOptions options;
   options.batch_size = batch_size;
   options.num_workers = workers;
-  const auto loader = data::make_loader(
-      train, std::make_shared<data::DistributedSampler>(train->size(),
-                                                        data::DistributedSampler::Options{}),
-      options, torch::kCPU);
+  const auto loader = data::make_loader(train,
+                                        std::make_shared<data::DistributedSampler>(
+                                            train->size(), data::DistributedSampler::Options{}),
+                                        options, torch::kCPU);
   std::vector<double> rates;
   for (int p = 0; p <= passes; ++p) {
     core::Stopwatch timer;
@@ -67,7 +67,8 @@ void print_breakdown(const config::Config& config, const data::OpenedData& opene
   torch::Tensor batch = torch::empty({1, shape[0], shape[1], shape[2]});
   double read = 0, decode = 0, transform = 0, collate = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const std::filesystem::path path = opened.dir / "train" / std::string(folder->listing().file(i));
+    const std::filesystem::path path =
+        opened.dir / "train" / std::string(folder->listing().file(i));
     core::Stopwatch step;
     const std::string bytes = core::read_regular_file(path, size_t{1} << 30);
     read += step.seconds();

@@ -23,7 +23,7 @@ struct Session {
   // The resolved config with what the data is filled in (data.classes, channels, image_size):
   // what the run records, and what its model was made for.
   config::Config config;
-  std::string data_listing;  // the digest of a folder's listing (data/sources.h); empty for IDX
+  std::string data_listing;   // the digest of a folder's listing (data/sources.h); empty for IDX
   int64_t skipped_files = 0;  // pictures data.on_bad_file "skip" left out
   std::unique_ptr<parallel::Backend> backend;
   // The model state by name, in the order of train::model_state() (model.pt's keys).

@@ -294,9 +294,9 @@ TEST_CASE("a folder's keys are checked: its dir, channels, classes and size", "[
                  ": data.train_transforms[0].std: must hold numbers of at least 1e-6"));
   const std::string huge =
       R"(data.eval_transforms=[{"name": "normalize", "mean": [1e300], "std": [1]}])";
-  CHECK_THAT(error_of([&] { resolve("{}", {huge}); }, ErrorCode::kConfig),
-             Catch::Matchers::EndsWith(
-                 ": data.eval_transforms[0].mean: must hold numbers within +-1e6"));
+  CHECK_THAT(
+      error_of([&] { resolve("{}", {huge}); }, ErrorCode::kConfig),
+      Catch::Matchers::EndsWith(": data.eval_transforms[0].mean: must hold numbers within +-1e6"));
 }
 
 TEST_CASE("a malformed file or override is an error naming it", "[config]") {
