@@ -1,7 +1,7 @@
-# Parts 3 to 5 of scripts/bench_loader.sh (its header says what each measures), sourced by it
+# Parts 3 to 6 of scripts/bench_loader.sh (its header says what each measures), sourced by it
 # after scripts/bench/common.sh: folders of the real pictures, dptrain's loader beside
 # torchvision's DataLoader(ImageFolder) with the same transforms, and LeNet's epoch from the PNG
-# tree against the same from memory.
+# tree and ResNet-18's steps from the 96x96 tree against the same from memory.
 "$py" -c 'import torchvision, PIL, numpy' 2>/dev/null ||
   { echo "bench: the folders part needs python3-torchvision and python3-pil (scripts/setup.sh)" >&2; exit 1; }
 echo "== folders of the real pictures in $folders"
@@ -58,3 +58,23 @@ done
 a=$(median "${from_folder[@]}") b=$(median "${from_memory[@]}")
 printf 'LeNet epoch: from the folder %.2f s, from memory %.2f s: %.2fx (medians of %s)\n' "$a" "$b" \
   "$(awk -v a="$a" -v b="$b" 'BEGIN {print a / b}')" "$repeats"
+
+steps=15
+echo "== ResNet-18, $steps steps of 32 with $resnet_aug and 2 workers: the 96x96 RGB JPEG tree"
+echo "   against the IDX files in memory (28x28 grey, the same transforms: a stem of one channel)"
+from_folder=() from_memory=()
+for ((r = 1; r <= repeats; r++)); do
+  common=(--set model.name=resnet18 --set train.epochs=1 --set data.batch_size=32
+    --set train.limit_train_batches=$steps --set train.limit_eval_batches=1
+    --set data.num_workers=2 --set "data.train_transforms=$resnet_aug"
+    --set 'data.eval_transforms=[{"name": "resize", "size": [96, 96]}]')
+  folder_run() {
+    from_folder+=("$(dptrain_sec_per_epoch "resnet-folder-$r" "${common[@]}" \
+      --set data.dataset=folder --set data.dir="$folders/jpeg96" --set data.channels=3)")
+  }
+  memory_run() { from_memory+=("$(dptrain_sec_per_epoch "resnet-memory-$r" "${common[@]}")"); }
+  if ((r % 2)); then folder_run; memory_run; else memory_run; folder_run; fi
+done
+a=$(median "${from_folder[@]}") b=$(median "${from_memory[@]}")
+printf 'ResNet-18 %s steps: from the folder %.2f s, from memory %.2f s: %.2fx (medians of %s)\n' \
+  "$steps" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print a / b}')" "$repeats"

@@ -17,7 +17,7 @@ StoredSplit Dataset::stored_split() const {
   std::vector<int64_t> all(static_cast<size_t>(size()));
   std::iota(all.begin(), all.end(), int64_t{0});
   const Batch everything = get_batch(all);
-  return {everything.images, everything.labels, torch::Tensor()};
+  return {everything.images, everything.labels, torch::Tensor(), nullptr};
 }
 
 void check_batch_buffers(const torch::Tensor& images, const torch::Tensor& labels, int64_t n,

@@ -6,10 +6,13 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dptrain::data {
+
+class ResidentAugment;
 
 struct Batch {
   torch::Tensor images;  // [B, C, H, W] float32
@@ -25,6 +28,9 @@ struct StoredSplit {
   // A 256-entry float table that turns uint8 samples into batch values; undefined when the samples
   // already are the float values.
   torch::Tensor decode_table;
+  // Random crops and flips drawn anew each epoch (data/resident_augment.h): then `samples` are
+  // prepared for them and decode_table has 256 entries per channel. Null when nothing draws.
+  std::shared_ptr<const ResidentAugment> augment;
 };
 
 struct RawSample {

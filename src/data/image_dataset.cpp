@@ -105,7 +105,7 @@ StoredSplit ImageDataset::stored_split() const {
   const auto& scale = unit_scale_table();
   torch::Tensor table = torch::empty({256}, torch::kFloat32);
   std::copy(scale.begin(), scale.end(), table.data_ptr<float>());
-  return {images_.unsqueeze(1), labels_, table};
+  return {images_.unsqueeze(1), labels_, table, nullptr};
 }
 
 RawSample ImageDataset::raw_sample(int64_t i) const {

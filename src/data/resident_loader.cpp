@@ -10,6 +10,7 @@ ResidentLoader::ResidentLoader(std::shared_ptr<const Dataset> dataset,
   samples_ = stored.samples.to(device_);
   labels_ = stored.labels.to(device_, torch::kInt64);
   if (stored.decode_table.defined()) decode_table_ = stored.decode_table.to(device_);
+  augment_ = stored.augment;
 }
 
 int64_t ResidentLoader::batches_per_epoch() const {
@@ -19,6 +20,9 @@ int64_t ResidentLoader::batches_per_epoch() const {
 void ResidentLoader::start_epoch(int64_t epoch) {
   const std::vector<int64_t> order = sampler_->epoch_indices(epoch);
   order_ = torch::tensor(order, torch::kInt64).to(device_);
+  if (augment_) {
+    draws_ = augment_->draw(order, epoch, samples_.size(2), samples_.size(3)).to(device_);
+  }
   next_batch_ = 0;
 }
 
@@ -29,10 +33,16 @@ std::optional<Batch> ResidentLoader::next() {
   const int64_t end = std::min<int64_t>(begin + options_.batch_size, order_.size(0));
   ++next_batch_;
   const torch::Tensor indices = order_.slice(0, begin, end);
-  torch::Tensor images = samples_.index_select(0, indices);
+  torch::Tensor images = augment_ ? augment_->gather(samples_, indices, draws_.slice(begin, end))
+                                  : samples_.index_select(0, indices);
   if (decode_table_.defined()) {
     // A table lookup rather than a division: bit-identical to the host path on every device.
-    images = decode_table_.index_select(0, images.flatten().to(torch::kInt64)).view(images.sizes());
+    torch::Tensor bytes = images.to(torch::kInt64);
+    const int64_t channels = images.size(1);
+    if (decode_table_.numel() == channels * 256 && channels > 1) {
+      bytes = bytes + torch::arange(channels, bytes.options()).mul(256).view({1, channels, 1, 1});
+    }
+    images = decode_table_.take(bytes);
   }
   return Batch{images, labels_.index_select(0, indices)};
 }

@@ -1,11 +1,14 @@
 // The device placement: the whole split is copied once to the training device in its stored form
 // (uint8 images: 47 MB for Fashion-MNIST) and each batch is gathered there by index and decoded,
-// with no host work per step but slicing the epoch's order, itself uploaded once per epoch.
+// with no host work per step but slicing the epoch's order, itself uploaded once per epoch. Random
+// crops and flips are drawn for the whole epoch at its start and uploaded with the order
+// (data/resident_augment.h).
 #pragma once
 
 #include <memory>
 
 #include "data/loader.h"
+#include "data/resident_augment.h"
 
 namespace dptrain::data {
 
@@ -22,10 +25,12 @@ class ResidentLoader : public Loader {
   std::shared_ptr<const Sampler> sampler_;
   LoaderOptions options_;
   torch::Device device_;
-  torch::Tensor samples_;       // [N, C, H, W] as stored, on the device
-  torch::Tensor labels_;        // [N] int64, on the device
-  torch::Tensor decode_table_;  // [256] float, or undefined
-  torch::Tensor order_;         // this epoch's indices, on the device
+  torch::Tensor samples_;                           // [N, C, H, W] as stored, on the device
+  torch::Tensor labels_;                            // [N] int64, on the device
+  torch::Tensor decode_table_;                      // [256] float, or undefined
+  torch::Tensor order_;                             // this epoch's indices, on the device
+  std::shared_ptr<const ResidentAugment> augment_;  // null when nothing draws
+  ResidentAugment::Draws draws_;                    // this epoch's, in the order's order
   int64_t next_batch_ = 0;
 };
 

@@ -24,9 +24,11 @@ void SubsetDataset::fill_batch(c10::ArrayRef<int64_t> indices, torch::Tensor& im
 
 StoredSplit SubsetDataset::stored_split() const {
   StoredSplit whole = base_->stored_split();
+  // The draws follow the base's indices, which a subset renumbers.
+  TORCH_CHECK(!whole.augment, "SubsetDataset: a base that draws is kept on the device by itself");
   const torch::Tensor rows = torch::tensor(indices_, torch::kInt64);
   return {whole.samples.index_select(0, rows).contiguous(), whole.labels.index_select(0, rows),
-          whole.decode_table};
+          whole.decode_table, nullptr};
 }
 
 }  // namespace dptrain::data

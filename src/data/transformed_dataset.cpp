@@ -1,8 +1,10 @@
 #include "data/transformed_dataset.h"
 
+#include <ATen/Parallel.h>
 #include <spdlog/fmt/fmt.h>
 
 #include "core/error.h"
+#include "data/resident_augment.h"
 #include "data/transforms.h"
 
 namespace dptrain::data {
@@ -53,6 +55,44 @@ void TransformedDataset::fill_epoch_batch(c10::ArrayRef<int64_t> indices, int64_
     TORCH_CHECK(i >= 0 && i < size(), "TransformedDataset: index ", i, " out of range");
     images[b].copy_(sample(i, epoch, &dst_labels[b]));
   }
+}
+
+StoredSplit TransformedDataset::stored_split() const {
+  if (!random_) return Dataset::stored_split();
+  std::string why;
+  std::optional<ResidentAugment> plan =
+      ResidentAugment::plan(transforms_, seed_, "transforms", &why);
+  TORCH_CHECK(plan, "TransformedDataset: ", why);
+  const int64_t n = size();
+  TORCH_CHECK(n > 0, "TransformedDataset: an empty split kept on the device");
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  const RawSample first = base_->raw_sample(0);
+  const torch::Tensor shape_of = plan->prepare(first.pixels);
+  std::vector<int64_t> shape = shape_of.sizes().vec();
+  shape.insert(shape.begin(), n);
+  torch::Tensor samples = torch::empty(shape, torch::kUInt8);
+  at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const RawSample raw = base_->raw_sample(i);
+      const torch::Tensor prepared = plan->prepare(raw.pixels);
+      if (prepared.sizes() != shape_of.sizes()) {
+        throw core::Error(core::ErrorCode::kData,
+                          sample_name(i) + fmt::format(": prepared for the device as {}x{}, and "
+                                                       "the first sample as {}x{}",
+                                                       prepared.size(2), prepared.size(1),
+                                                       shape_of.size(2), shape_of.size(1)),
+                          "give every picture one size (a resize to [height, width] first)");
+      }
+      samples[i].copy_(prepared);
+      labels[static_cast<size_t>(i)] = raw.label;
+    }
+  });
+  StoredSplit out;
+  out.samples = samples;
+  out.labels = torch::tensor(labels, torch::kInt64);
+  out.decode_table = plan->value_table(shape_of.size(0));
+  out.augment = std::make_shared<const ResidentAugment>(std::move(*plan));
+  return out;
 }
 
 }  // namespace dptrain::data

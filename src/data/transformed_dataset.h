@@ -28,6 +28,10 @@ class TransformedDataset : public Dataset {
   void fill_epoch_batch(c10::ArrayRef<int64_t> indices, int64_t epoch, torch::Tensor& images,
                         torch::Tensor& labels) const override;
   std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
+  // Without draws, every sample transformed (the default); with them, the samples as
+  // data/resident_augment.h keeps them on the device, with their draws. A data error naming the
+  // sample when the part applied once makes samples of two sizes.
+  StoredSplit stored_split() const override;
   // Whether any transform draws (then a stored split would freeze epoch 0's draws).
   bool random() const { return random_; }
   // Sample i of epoch `epoch`, float32 [C, H, W], and its label into `label` when given.

@@ -203,6 +203,17 @@ CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<
 namespace {
 
 torch::Tensor random_crop(const TransformSpec& t, torch::Tensor img, at::Generator& generator) {
+  img = random_crop_padding(t, img);
+  return crop(img, random_crop_box(img.size(1), img.size(2), t.size, generator));
+}
+
+torch::Tensor to_unit_float(const torch::Tensor& img) {
+  return img.scalar_type() == torch::kUInt8 ? img.to(torch::kFloat32).div(255.0f) : img;
+}
+
+}  // namespace
+
+torch::Tensor random_crop_padding(const TransformSpec& t, torch::Tensor img) {
   img = pad(img, t.padding, t.fill, t.padding_mode);
   // torchvision pads both sides by the shortfall ([d, 0] is left and right, each d).
   if (t.pad_if_needed && img.size(2) < t.size[1]) {
@@ -213,42 +224,33 @@ torch::Tensor random_crop(const TransformSpec& t, torch::Tensor img, at::Generat
     const int64_t d = t.size[0] - img.size(1);
     img = pad(img, {0, d, 0, d}, t.fill, t.padding_mode);
   }
-  return crop(img, random_crop_box(img.size(1), img.size(2), t.size, generator));
+  return img;
 }
 
-torch::Tensor to_unit_float(const torch::Tensor& img) {
-  return img.scalar_type() == torch::kUInt8 ? img.to(torch::kFloat32).div(255.0f) : img;
+torch::Tensor apply_transform(const TransformSpec& t, torch::Tensor img, at::Generator& generator) {
+  switch (t.name) {
+    case TransformName::kResize:
+      return resize(img, t.size, t.antialias);
+    case TransformName::kCenterCrop:
+      return center_crop(img, t.size);
+    case TransformName::kRandomCrop:
+      return random_crop(t, img, generator);
+    case TransformName::kRandomResizedCrop: {
+      const CropBox box =
+          random_resized_crop_box(img.size(1), img.size(2), t.scale, t.ratio, generator);
+      return resize(crop(img, box), t.size, t.antialias);
+    }
+    case TransformName::kRandomHorizontalFlip:
+      return torch::rand({1}, generator).item<double>() < t.p ? horizontal_flip(img) : img;
+    case TransformName::kNormalize:
+      return normalize(to_unit_float(img), t.mean, t.std);
+  }
+  return img;
 }
-
-}  // namespace
 
 torch::Tensor apply_transforms(const std::vector<TransformSpec>& transforms, torch::Tensor img,
                                at::Generator& generator) {
-  for (const TransformSpec& t : transforms) {
-    switch (t.name) {
-      case TransformName::kResize:
-        img = resize(img, t.size, t.antialias);
-        break;
-      case TransformName::kCenterCrop:
-        img = center_crop(img, t.size);
-        break;
-      case TransformName::kRandomCrop:
-        img = random_crop(t, img, generator);
-        break;
-      case TransformName::kRandomResizedCrop: {
-        const CropBox box =
-            random_resized_crop_box(img.size(1), img.size(2), t.scale, t.ratio, generator);
-        img = resize(crop(img, box), t.size, t.antialias);
-        break;
-      }
-      case TransformName::kRandomHorizontalFlip:
-        if (torch::rand({1}, generator).item<double>() < t.p) img = horizontal_flip(img);
-        break;
-      case TransformName::kNormalize:
-        img = normalize(to_unit_float(img), t.mean, t.std);
-        break;
-    }
-  }
+  for (const TransformSpec& t : transforms) img = apply_transform(t, img, generator);
   return to_unit_float(img).contiguous();
 }
 

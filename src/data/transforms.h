@@ -53,6 +53,12 @@ CropBox random_crop_box(int64_t height, int64_t width, const std::vector<int64_t
 CropBox random_resized_crop_box(int64_t height, int64_t width, const std::array<double, 2>& scale,
                                 const std::array<double, 2>& ratio, at::Generator& generator);
 
+// random_crop's padding (padding, then pad_if_needed's), before its box is drawn.
+torch::Tensor random_crop_padding(const config::TransformSpec& t, torch::Tensor image);
+
+// One transform as apply_transforms applies it: uint8 stays uint8 until a normalize.
+torch::Tensor apply_transform(const config::TransformSpec& t, torch::Tensor image,
+                              at::Generator& generator);
 // The transforms in order on a decoded uint8 image [C, H, W], then ToTensor's v / 255 (before
 // the first normalize, or at the end): float32 [C, H', W'].
 torch::Tensor apply_transforms(const std::vector<config::TransformSpec>& transforms,

@@ -12,6 +12,7 @@
 #include "build_features.h"
 #include "core/error.h"
 #include "core/terminal.h"
+#include "data/resident_augment.h"
 #include "data/sources.h"
 #include "data/splits.h"
 #include "model/registry.h"
@@ -118,25 +119,30 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
   return o;
 }
 
-// A split kept on the device is transformed once: random training transforms need the host.
-data::Placement placement_for(const config::DataConfig& data, torch::Device device,
+// A split kept on the device is transformed once, but random crops and flips are drawn there anew
+// each epoch (data/resident_augment.h); other random training transforms need the host.
+data::Placement placement_for(const config::Config& config, torch::Device device,
                               bool random_transforms) {
+  const config::DataConfig& data = config.data;
   const data::Placement placement =
       data::resolve_placement(config::name_of(data.placement), device);
   if (placement == data::Placement::kDevice && data.placement == config::DataPlacement::kAuto &&
       data.dataset == config::Dataset::kFolder) {
-    // Kept on the device, a folder's pictures would be decoded whole, as floats, before training.
+    // Kept on the device, a folder's pictures would be decoded whole before training.
     spdlog::info("data: a folder of pictures: batches assembled on the host");
     return data::Placement::kHost;
   }
   if (placement != data::Placement::kDevice || !random_transforms) return placement;
-  if (data.placement == config::DataPlacement::kDevice) {
-    throw core::Error(core::ErrorCode::kConfig,
-                      "data.placement \"device\" keeps a split transformed once, and "
-                      "data.train_transforms draw anew for every epoch",
-                      "use data.placement \"host\" (or \"auto\") with random transforms");
+  std::string why;
+  if (data::ResidentAugment::plan(data.train_transforms, config.seed, "data.train_transforms",
+                                  &why)) {
+    return placement;
   }
-  spdlog::info("data: random training transforms: batches assembled on the host");
+  if (data.placement == config::DataPlacement::kDevice) {
+    throw core::Error(core::ErrorCode::kConfig, "data.placement \"device\": " + why,
+                      "use data.placement \"host\" (or \"auto\") for these transforms");
+  }
+  spdlog::info("data: batches assembled on the host: {}", why);
   return data::Placement::kHost;
 }
 
@@ -146,7 +152,7 @@ void attach_loaders(const config::Config& config, data::OpenedData opened, Sessi
   const std::filesystem::path dir = opened.dir;
   const data::TrainingSplits splits = data::make_splits(config, opened);
   const std::shared_ptr<const data::Dataset>& val = splits.val;
-  const data::Placement placement = placement_for(config.data, device, splits.random);
+  const data::Placement placement = placement_for(config, device, splits.random);
   spdlog::info("data: {} from {}, placed on the {}{}", config::name_of(config.data.dataset),
                core::printable(dir.string()), data::placement_name(placement),
                placement == data::Placement::kHost

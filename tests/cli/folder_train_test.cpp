@@ -273,12 +273,22 @@ TEST_CASE(
       run_dptrain(shell_words({"config", "--set", R"(data.eval_transforms=[{"name": "rotate"}])"}));
   CHECK_THAT(unknown.err, ContainsSubstring("data.eval_transforms[0].name: unknown transform "
                                             "\"rotate\""));
-  const auto device =
+  // Kept on the device, the split is cropped and flipped there with the host's draws: the same
+  // parameters (data/resident_augment.h).
+  const auto device = run("device", {"--set", transforms, "--set", "data.placement=device"});
+  REQUIRE(device.size() == alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) CHECK(torch::equal(alone[i], device[i]));
+  const auto resized =
       run_dptrain(shell_words({"train", "--set", "data.dir=" + (dir / "idx").string(), "--set",
-                               transforms, "--set", "data.placement=device", "--set",
-                               "parallel.devices=cpu", "--output", (dir / "device").string()}));
-  CHECK(device.status != 0);
-  CHECK_THAT(device.err, ContainsSubstring("data.train_transforms draw anew for every epoch"));
+                               R"(data.train_transforms=[{"name": "random_resized_crop",)"
+                               R"( "size": 28}])",
+                               "--set", "data.placement=device", "--set", "parallel.devices=cpu",
+                               "--output", (dir / "resized").string()}));
+  CHECK(resized.status != 0);
+  CHECK_THAT(resized.err,
+             ContainsSubstring("data.placement \"device\": data.train_transforms[0] "
+                               "(random_resized_crop) cannot run on the device: only random_crop "
+                               "and random_horizontal_flip are drawn there"));
 }
 
 TEST_CASE(
