@@ -17,7 +17,7 @@
 #     one of dptrain's threads spends a sample's time (read, decode, transforms, collate);
 #  5. LeNet's training epoch from the 28x28 PNG tree with 2 workers against the same from the
 #     IDX files in memory, with the same transforms;
-#  6. ResNet-18's first 15 steps of 32 from the 96x96 RGB JPEG tree with a random resized crop
+#  6. ResNet-18's first 6 steps of 32 from the 96x96 RGB JPEG tree with a random resized crop
 #     and flip, against the same from the IDX files in memory.
 #
 #   scripts/bench_loader.sh [--part idx|folders|all] [--device D] [--threads N] [--epochs E]

@@ -59,7 +59,7 @@ a=$(median "${from_folder[@]}") b=$(median "${from_memory[@]}")
 printf 'LeNet epoch: from the folder %.2f s, from memory %.2f s: %.2fx (medians of %s)\n' "$a" "$b" \
   "$(awk -v a="$a" -v b="$b" 'BEGIN {print a / b}')" "$repeats"
 
-steps=15
+steps=6
 echo "== ResNet-18, $steps steps of 32 with $resnet_aug and 2 workers: the 96x96 RGB JPEG tree"
 echo "   against the IDX files in memory (28x28 grey, the same transforms: a stem of one channel)"
 from_folder=() from_memory=()

@@ -259,6 +259,10 @@ TransformSpec read_one(const json& object, const std::string& key, const Checker
 
 }  // namespace
 
+const char* transform_name(TransformName name) {
+  return named(name).text;
+}
+
 std::vector<std::string> transform_names() {
   std::vector<std::string> names;
   for (const auto& n : table()) names.emplace_back(n.text);

@@ -42,8 +42,9 @@ struct TransformSpec {
   std::vector<double> std;                               // normalize, each > 0
 };
 
-// The names a config file uses, in the order the docs list them.
+// The names a config file uses, in the order the docs list them; `name`'s.
 std::vector<std::string> transform_names();
+const char* transform_name(TransformName name);
 
 // `list` (a JSON array) read as transforms; `key` ("data.train_transforms") names it in the
 // errors `check` raises.

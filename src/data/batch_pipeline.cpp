@@ -48,7 +48,9 @@ BatchPipeline::BatchPipeline(std::shared_ptr<const Dataset> dataset, BatchPlan p
       options_(options),
       results_(static_cast<size_t>(plan_.batches)) {
   TORCH_CHECK(options_.workers >= 0 && options_.depth >= 1, "BatchPipeline: bad options");
-  workers_ = std::min(options_.workers, plan_.batches);
+  TORCH_CHECK(plan_.first >= 0 && plan_.first <= plan_.batches, "BatchPipeline: bad first batch");
+  consumed_ = plan_.first;
+  workers_ = std::min(options_.workers, plan_.batches - plan_.first);
   try {
     for (int64_t w = 0; w < workers_; ++w) {
       threads_.emplace_back([this, w] { work(w); });
@@ -87,8 +89,9 @@ std::optional<StagedBatch> BatchPipeline::assemble(int64_t k) {
 
 void BatchPipeline::work(int64_t worker) {
   // Batch k goes to worker k % workers, as in torch's DataLoader, so a failure names the same
-  // worker on every run.
-  for (int64_t k = worker; k < plan_.batches; k += workers_) {
+  // worker on every run (a resumed epoch's too).
+  const int64_t start = plan_.first + ((worker - plan_.first) % workers_ + workers_) % workers_;
+  for (int64_t k = start; k < plan_.batches; k += workers_) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       room_.wait(lock, [&] { return cancelled_ || k < consumed_ + options_.depth; });
@@ -149,7 +152,7 @@ void BatchPipeline::fail(int64_t k, int64_t worker, std::exception_ptr error) co
                                         : std::string("data loader: ");
   if (hint.empty()) hint = "a sample of the data set could not be read; check the data files";
   throw Error(code,
-              where + "batch " + std::to_string(k) + " of epoch " +
+              where + "batch " + std::to_string(k + 1) + " of epoch " +
                   std::to_string(options_.epoch + 1) + ": " + what,
               hint);
 }

@@ -24,6 +24,7 @@ struct BatchPlan {
   std::vector<int64_t> order;
   int64_t batch_size = 1;
   int64_t batches = 0;  // how many of them the epoch takes
+  int64_t first = 0;    // the first one assembled (a resumed epoch's)
   c10::ArrayRef<int64_t> indices(int64_t k) const;
 };
 

@@ -12,7 +12,7 @@
 
 namespace dptrain::data {
 
-class ResidentAugment;
+class CropFlip;
 
 struct Batch {
   torch::Tensor images;  // [B, C, H, W] float32
@@ -28,9 +28,9 @@ struct StoredSplit {
   // A 256-entry float table that turns uint8 samples into batch values; undefined when the samples
   // already are the float values.
   torch::Tensor decode_table;
-  // Random crops and flips drawn anew each epoch (data/resident_augment.h): then `samples` are
+  // Random crops and flips drawn anew each epoch (data/crop_flip.h): then `samples` are
   // prepared for them and decode_table has 256 entries per channel. Null when nothing draws.
-  std::shared_ptr<const ResidentAugment> augment;
+  std::shared_ptr<const CropFlip> augment;
 };
 
 struct RawSample {

@@ -36,7 +36,7 @@ int64_t HostLoader::batches_per_epoch() const {
   return data::batches_per_epoch(sampler_->size(), options_);
 }
 
-void HostLoader::start_epoch(int64_t epoch) {
+void HostLoader::start_epoch_at(int64_t epoch, int64_t first_batch) {
   pipeline_.reset();
   following_error_ = nullptr;
   if (copier_ && copier_->busy()) copier_->take();  // drops a batch left from an early stop
@@ -44,6 +44,7 @@ void HostLoader::start_epoch(int64_t epoch) {
   plan.order = sampler_->epoch_indices(epoch);
   plan.batch_size = options_.batch_size;
   plan.batches = batches_per_epoch();
+  plan.first = first_batch;
   BatchPipeline::Options pipeline;
   pipeline.workers = options_.num_workers;
   pipeline.depth = prefetch_depth(options_);

@@ -19,7 +19,7 @@ class HostLoader : public Loader {
              LoaderOptions options, torch::Device device);
 
   int64_t batches_per_epoch() const override;
-  void start_epoch(int64_t epoch) override;
+  void start_epoch_at(int64_t epoch, int64_t first_batch) override;
   std::optional<Batch> next() override;
 
  private:

@@ -29,8 +29,10 @@ class Loader {
  public:
   virtual ~Loader() = default;
   virtual int64_t batches_per_epoch() const = 0;
-  // Starts epoch `epoch` (stopping what is left of the previous one).
-  virtual void start_epoch(int64_t epoch) = 0;
+  // Starts epoch `epoch` (stopping what is left of the previous one) at batch `first_batch`:
+  // the batches before it, trained on before a resume, are never assembled.
+  virtual void start_epoch_at(int64_t epoch, int64_t first_batch) = 0;
+  void start_epoch(int64_t epoch) { start_epoch_at(epoch, 0); }
   // The next batch of the epoch, on the device; nullopt at the end of the epoch.
   virtual std::optional<Batch> next() = 0;
 };

@@ -17,13 +17,13 @@ int64_t ResidentLoader::batches_per_epoch() const {
   return data::batches_per_epoch(sampler_->size(), options_);
 }
 
-void ResidentLoader::start_epoch(int64_t epoch) {
+void ResidentLoader::start_epoch_at(int64_t epoch, int64_t first_batch) {
   const std::vector<int64_t> order = sampler_->epoch_indices(epoch);
   order_ = torch::tensor(order, torch::kInt64).to(device_);
   if (augment_) {
     draws_ = augment_->draw(order, epoch, samples_.size(2), samples_.size(3)).to(device_);
   }
-  next_batch_ = 0;
+  next_batch_ = first_batch;
 }
 
 std::optional<Batch> ResidentLoader::next() {

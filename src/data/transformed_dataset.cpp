@@ -4,7 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "core/error.h"
-#include "data/resident_augment.h"
+#include "data/crop_flip.h"
 #include "data/transforms.h"
 
 namespace dptrain::data {
@@ -18,6 +18,12 @@ TransformedDataset::TransformedDataset(std::shared_ptr<const Dataset> base,
     random_ = random_ || t.name == TransformName::kRandomCrop ||
               t.name == TransformName::kRandomResizedCrop ||
               t.name == TransformName::kRandomHorizontalFlip;
+  }
+  std::string why;
+  if (std::optional<CropFlip> plan = CropFlip::plan(transforms_, seed_, "transforms", &why)) {
+    crop_flip_ = std::make_shared<const CropFlip>(std::move(*plan));
+    const torch::Tensor table = crop_flip_->value_table(shape_[0]);
+    values_.assign(table.data_ptr<float>(), table.data_ptr<float>() + table.numel());
   }
 }
 
@@ -53,16 +59,22 @@ void TransformedDataset::fill_epoch_batch(c10::ArrayRef<int64_t> indices, int64_
   for (int64_t b = 0; b < n; ++b) {
     const int64_t i = indices[b];
     TORCH_CHECK(i >= 0 && i < size(), "TransformedDataset: index ", i, " out of range");
+    if (crop_flip_) {
+      const RawSample raw = base_->raw_sample(i);
+      dst_labels[b] = raw.label;
+      if (crop_flip_->render(raw.pixels, i, epoch, shape_, values_.data(),
+                             images.data_ptr<float>() + b * values)) {
+        continue;
+      }
+    }
     images[b].copy_(sample(i, epoch, &dst_labels[b]));
   }
 }
 
 StoredSplit TransformedDataset::stored_split() const {
   if (!random_) return Dataset::stored_split();
-  std::string why;
-  std::optional<ResidentAugment> plan =
-      ResidentAugment::plan(transforms_, seed_, "transforms", &why);
-  TORCH_CHECK(plan, "TransformedDataset: ", why);
+  TORCH_CHECK(crop_flip_, "TransformedDataset: random transforms the device cannot draw");
+  const CropFlip* plan = crop_flip_.get();
   const int64_t n = size();
   TORCH_CHECK(n > 0, "TransformedDataset: an empty split kept on the device");
   std::vector<int64_t> labels(static_cast<size_t>(n));
@@ -91,7 +103,7 @@ StoredSplit TransformedDataset::stored_split() const {
   out.samples = samples;
   out.labels = torch::tensor(labels, torch::kInt64);
   out.decode_table = plan->value_table(shape_of.size(0));
-  out.augment = std::make_shared<const ResidentAugment>(std::move(*plan));
+  out.augment = crop_flip_;
   return out;
 }
 

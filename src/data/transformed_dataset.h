@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/transforms.h"
+#include "data/crop_flip.h"
 #include "data/dataset.h"
 
 namespace dptrain::data {
@@ -29,7 +30,7 @@ class TransformedDataset : public Dataset {
                         torch::Tensor& labels) const override;
   std::string sample_name(int64_t i) const override { return base_->sample_name(i); }
   // Without draws, every sample transformed (the default); with them, the samples as
-  // data/resident_augment.h keeps them on the device, with their draws. A data error naming the
+  // data/crop_flip.h keeps them on the device, with their draws. A data error naming the
   // sample when the part applied once makes samples of two sizes.
   StoredSplit stored_split() const override;
   // Whether any transform draws (then a stored split would freeze epoch 0's draws).
@@ -43,6 +44,10 @@ class TransformedDataset : public Dataset {
   int64_t seed_;
   std::vector<int64_t> shape_;
   bool random_ = false;
+  // Random crops and flips computed in one pass (data/crop_flip.h), and its table; null for
+  // other lists.
+  std::shared_ptr<const CropFlip> crop_flip_;
+  std::vector<float> values_;
 };
 
 }  // namespace dptrain::data

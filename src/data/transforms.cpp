@@ -22,14 +22,6 @@ int64_t python_round(double x) {
   throw core::Error(core::ErrorCode::kData, what, hint);
 }
 
-// Where output index i (of n + before + after) reads from an axis of n, for the non-constant modes.
-int64_t source_index(int64_t i, int64_t n, const std::string& mode) {
-  if (i >= 0 && i < n) return i;
-  if (mode == "edge") return i < 0 ? 0 : n - 1;
-  if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
-  return i < 0 ? -i - 1 : 2 * n - 1 - i;  // symmetric: the edge pixel repeated
-}
-
 torch::Tensor pad_axis(const torch::Tensor& image, int64_t dim, int64_t before, int64_t after,
                        const std::string& mode) {
   if (before == 0 && after == 0) return image;
@@ -43,11 +35,18 @@ torch::Tensor pad_axis(const torch::Tensor& image, int64_t dim, int64_t before, 
   }
   std::vector<int64_t> rows;
   rows.reserve(static_cast<size_t>(n + before + after));
-  for (int64_t i = -before; i < n + after; ++i) rows.push_back(source_index(i, n, mode));
+  for (int64_t i = -before; i < n + after; ++i) rows.push_back(padded_source_index(i, n, mode));
   return image.index_select(dim, torch::tensor(rows, torch::kInt64));
 }
 
 }  // namespace
+
+int64_t padded_source_index(int64_t i, int64_t n, const std::string& mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == "edge") return i < 0 ? 0 : n - 1;
+  if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
+  return i < 0 ? -i - 1 : 2 * n - 1 - i;  // symmetric: the edge pixel repeated
+}
 
 uint64_t sample_seed(int64_t seed, int64_t epoch, int64_t index) {
   // splitmix64's finaliser over the three, chained: nearby (epoch, index) pairs give unrelated

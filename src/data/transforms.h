@@ -38,6 +38,9 @@ torch::Tensor resize(const torch::Tensor& image, const std::vector<int64_t>& siz
 // Pixels outside the image are zeros, as F.crop pads them.
 torch::Tensor crop(const torch::Tensor& image, const CropBox& box);
 torch::Tensor center_crop(const torch::Tensor& image, const std::vector<int64_t>& size);
+// Where index i (from -before to n + after) of an axis of n padded in `mode` (edge, reflect or
+// symmetric; within what pad allows) reads.
+int64_t padded_source_index(int64_t i, int64_t n, const std::string& mode);
 // [left, top, right, bottom]; mode constant (fill), edge, reflect or symmetric.
 torch::Tensor pad(const torch::Tensor& image, const std::array<int64_t, 4>& padding, double fill,
                   const std::string& mode);

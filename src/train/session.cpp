@@ -12,7 +12,7 @@
 #include "build_features.h"
 #include "core/error.h"
 #include "core/terminal.h"
-#include "data/resident_augment.h"
+#include "data/crop_flip.h"
 #include "data/sources.h"
 #include "data/splits.h"
 #include "model/registry.h"
@@ -120,7 +120,7 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
 }
 
 // A split kept on the device is transformed once, but random crops and flips are drawn there anew
-// each epoch (data/resident_augment.h); other random training transforms need the host.
+// each epoch (data/crop_flip.h); other random training transforms need the host.
 data::Placement placement_for(const config::Config& config, torch::Device device,
                               bool random_transforms) {
   const config::DataConfig& data = config.data;
@@ -134,8 +134,7 @@ data::Placement placement_for(const config::Config& config, torch::Device device
   }
   if (placement != data::Placement::kDevice || !random_transforms) return placement;
   std::string why;
-  if (data::ResidentAugment::plan(data.train_transforms, config.seed, "data.train_transforms",
-                                  &why)) {
+  if (data::CropFlip::plan(data.train_transforms, config.seed, "data.train_transforms", &why)) {
     return placement;
   }
   if (data.placement == config::DataPlacement::kDevice) {

@@ -143,8 +143,7 @@ class Training {
     EpochState e(epoch, backend, resume, global_step_);
     const int64_t batches = s_.train_loader->batches_per_epoch();
     backend.set_training(true);
-    s_.train_loader->start_epoch(epoch);
-    for (int64_t k = 0; k < e.m.batches; ++k) s_.train_loader->next();  // trained on before
+    s_.train_loader->start_epoch_at(epoch, e.m.batches);  // after those trained on before
     e.start_clock();
     const std::vector<torch::Tensor> params = backend.optimizer_parameters();
     while (auto batch = s_.train_loader->next()) {

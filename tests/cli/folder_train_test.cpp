@@ -274,7 +274,7 @@ TEST_CASE(
   CHECK_THAT(unknown.err, ContainsSubstring("data.eval_transforms[0].name: unknown transform "
                                             "\"rotate\""));
   // Kept on the device, the split is cropped and flipped there with the host's draws: the same
-  // parameters (data/resident_augment.h).
+  // parameters (data/crop_flip.h).
   const auto device = run("device", {"--set", transforms, "--set", "data.placement=device"});
   REQUIRE(device.size() == alone.size());
   for (size_t i = 0; i < alone.size(); ++i) CHECK(torch::equal(alone[i], device[i]));

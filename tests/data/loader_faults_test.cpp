@@ -33,7 +33,8 @@ std::unique_ptr<data::Loader> sequential_loader(std::shared_ptr<const data::Data
 }  // namespace
 
 TEST_CASE("a worker's error reaches the trainer in turn, naming batch and worker", "[data]") {
-  // Sample 37 sits in batch 3 (batches of 10), which worker 3 % workers assembles.
+  // Sample 37 sits in the 4th batch (batches of 10), which worker 3 % workers assembles (counted
+  // from 0, as torch's DataLoader hands them out).
   auto dataset = std::make_shared<FaultyDataset>(100, /*bad_index=*/37, 0ms);
   for (const int64_t workers : {0, 1, 2, 4}) {
     INFO("workers " << workers);
@@ -54,10 +55,22 @@ TEST_CASE("a worker's error reaches the trainer in turn, naming batch and worker
       CHECK(code == core::ErrorCode::kData);
       const std::string who =
           workers == 0 ? "data loader" : "data loader worker " + std::to_string(3 % workers);
-      CHECK(message == who + ": batch 3 of epoch 2: sample 37 is corrupt");
+      CHECK(message == who + ": batch 4 of epoch 2: sample 37 is corrupt");
       // The next epoch starts afresh (the bad sample fails again at its turn).
       loader->start_epoch(2);
       CHECK(loader->next());
+      // Taken up at that batch, as a resumed epoch is: it comes first, from the same worker.
+      loader->start_epoch_at(1, 3);
+      try {
+        loader->next();
+        FAIL("the bad batch arrived");
+      } catch (const core::Error& e) {
+        CHECK(std::string(e.what()) == who + ": batch 4 of epoch 2: sample 37 is corrupt");
+      }
+      loader->start_epoch_at(1, 4);
+      int64_t rest = 0;
+      while (loader->next()) ++rest;
+      CHECK(rest == 6);
     }
     CHECK(testing::thread_count_once_down_to(before) == before);
   }

@@ -47,8 +47,7 @@ std::vector<LoadedRows> rank_batches(const std::shared_ptr<const data::Dataset>&
   auto loader =
       data::make_loader(train, std::make_shared<data::DistributedSampler>(train->size(), shards),
                         options, torch::kCPU);
-  loader->start_epoch(epoch);
-  for (int64_t k = 0; k < skip; ++k) loader->next();  // as a resumed epoch passes its first
+  loader->start_epoch_at(epoch, skip);  // as a resumed epoch starts after its first batches
   std::vector<LoadedRows> batches;
   while (auto batch = loader->next()) batches.push_back({batch->images, batch->labels});
   return batches;

@@ -1,4 +1,4 @@
-// Random crops and flips on a split kept on the device (data/resident_augment.h) give the host
+// Random crops and flips on a split kept on the device (data/crop_flip.h) give the host
 // path's batches bit for bit: checked on the real Fashion-MNIST, as IDX files and as a folder of
 // its pictures in RGB, through the splits and loaders a training session makes, with the CPU as
 // the device, for one rank and for each of two ranks' shares, over two epochs; and the lists the
@@ -6,8 +6,8 @@
 #include "support/catch.h"
 
 #include "config/load.h"
+#include "data/crop_flip.h"
 #include "data/loader.h"
-#include "data/resident_augment.h"
 #include "data/sampler.h"
 #include "data/sources.h"
 #include "data/splits.h"
@@ -26,7 +26,7 @@ constexpr int64_t kAugmentSeed = 5;
 // Every batch of epoch `epoch` of rank `rank`'s share, through a loader of `placement`.
 std::vector<data::Batch> epoch_batches(const std::shared_ptr<const data::Dataset>& train,
                                        data::Placement placement, int world, int rank,
-                                       int64_t epoch) {
+                                       int64_t epoch, int64_t first_batch = 0) {
   data::DistributedSampler::Options shards;
   shards.world_size = world;
   shards.rank = rank;
@@ -37,7 +37,7 @@ std::vector<data::Batch> epoch_batches(const std::shared_ptr<const data::Dataset
   auto loader =
       data::make_loader(train, std::make_shared<data::DistributedSampler>(train->size(), shards),
                         options, torch::kCPU);
-  loader->start_epoch(epoch);
+  loader->start_epoch_at(epoch, first_batch);
   std::vector<data::Batch> batches;
   while (auto batch = loader->next()) batches.push_back(*batch);
   return batches;
@@ -59,7 +59,7 @@ std::string why_not(const std::string& list) {
       config::load_config(std::nullopt, {"data.train_transforms=" + list}, model::model_names());
   std::string why;
   const auto plan =
-      data::ResidentAugment::plan(config.data.train_transforms, 0, "data.train_transforms", &why);
+      data::CropFlip::plan(config.data.train_transforms, 0, "data.train_transforms", &why);
   return plan ? std::string("(it runs)") : why;
 }
 
@@ -118,6 +118,11 @@ TEST_CASE(
             CHECK(torch::equal(host[k].labels, device[k].labels));
             ++compared;
           }
+          // Taken up after three batches, as a resumed epoch: the rest alike.
+          const auto rest = epoch_batches(train, data::Placement::kDevice, world, rank, epoch, 3);
+          REQUIRE(rest.size() == host.size() - 3);
+          for (size_t k = 0; k < rest.size(); ++k)
+            CHECK(torch::equal(rest[k].images, host[k + 3].images));
         }
       }
     }
