@@ -74,6 +74,10 @@ torch::Tensor decode_stb_picture(const std::filesystem::path& name, const std::s
       not_a_picture(name, "a PGM/PPM whose " + problem);
     }
   }
+  int64_t declared_width = 0, declared_height = 0;
+  if (starts_as_png(bytes) && png_declared_size(bytes, &declared_width, &declared_height)) {
+    check_size(name, declared_width, declared_height, limits);
+  }
   int width = 0, height = 0, stored = 0;
   if (stbi_info_from_memory(data, size, &width, &height, &stored) == 0) {
     not_a_picture(name,

@@ -85,13 +85,23 @@ std::string inflation_problem(const std::string& compressed, uint64_t minimum, u
 
 }  // namespace
 
-std::string png_problem(const std::string& png) {
+bool png_declared_size(const std::string& png, int64_t* width, int64_t* height) {
   if (png.size() < kSignature + kChunkOverhead + kHeaderLength ||
       big_endian(png, kSignature) != kHeaderLength || png.compare(kSignature + 4, 4, "IHDR") != 0) {
+    return false;
+  }
+  *width = big_endian(png, kSignature + 8);
+  *height = big_endian(png, kSignature + 12);
+  return true;
+}
+
+std::string png_problem(const std::string& png) {
+  int64_t declared_width = 0, declared_height = 0;
+  if (!png_declared_size(png, &declared_width, &declared_height)) {
     return "first chunk is not its 13-byte IHDR header";
   }
-  const uint32_t width = big_endian(png, kSignature + 8);
-  const uint32_t height = big_endian(png, kSignature + 12);
+  const auto width = static_cast<uint32_t>(declared_width);
+  const auto height = static_cast<uint32_t>(declared_height);
   const auto bit_depth = static_cast<uint8_t>(png[kSignature + 16]);
   const auto color_type = static_cast<uint8_t>(png[kSignature + 17]);
   const bool interlaced = png[kSignature + 20] != 0;

@@ -5,6 +5,7 @@
 // cost gigabytes there. Here zlib inflates the image data first, keeping none of it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace dptrain::data {
@@ -13,5 +14,9 @@ namespace dptrain::data {
 // CgBI chunk and no chunk past its end, and its image data inflate with zlib, completely, to no
 // fewer bytes than IHDR's width, height and format need, nor more than they can hold; else why not.
 std::string png_problem(const std::string& png);
+
+// The width and height IHDR declares, read before stb_image, whose own check of a size past its
+// int arithmetic says only "unknown image type"; false when `png` does not open with IHDR.
+bool png_declared_size(const std::string& png, int64_t* width, int64_t* height);
 
 }  // namespace dptrain::data

@@ -237,6 +237,11 @@ TEST_CASE(
       run_within_memory([&] { data::read_input_images(dir / "vast.png"); }, kHostileFileCeilingMb);
   CHECK_THAT(vast, ContainsSubstring("vast.png: an image of 8192x8192 pixels, more than the "
                                      "16 megapixels or 16384 pixels a side dptrain decodes"));
+  // 65535 x 65535, past stb_image's int arithmetic (which says only "unknown image type").
+  testing::write_text(dir / "widest.png", png(65535, 65535, zlib_of_zeros(16)));
+  CHECK_THROWS_WITH(data::read_input_images(dir / "widest.png"),
+                    ContainsSubstring("widest.png: an image of 65535x65535 pixels, more than the "
+                                      "16 megapixels or 16384 pixels a side dptrain decodes"));
   // A 64x64 image whose data inflate to 64 MB (a 64 KB zlib bomb): stb_image would inflate it
   // all, doubling its buffer as it went.
   testing::write_text(dir / "bomb.png", png(64, 64, zlib_of_zeros(size_t{64} << 20)));
