@@ -6,7 +6,15 @@ namespace dptrain::config {
 
 void Checker::fail(const std::string& key, const std::string& what, const std::string& hint,
                    core::ErrorCode code) const {
-  const auto it = sources_.find(key);
+  // A place inside a list or object ("data.train_transforms[0].size") came from where the key
+  // holding it did.
+  std::string holder = key;
+  auto it = sources_.find(holder);
+  for (size_t cut;
+       it == sources_.end() && (cut = holder.find_last_of(".[")) != std::string::npos;) {
+    holder.resize(cut);
+    it = sources_.find(holder);
+  }
   const std::string source = it == sources_.end() ? "defaults" : it->second;
   throw core::Error(code, source + ": " + key + ": " + what, hint);
 }

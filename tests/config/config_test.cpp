@@ -289,9 +289,13 @@ TEST_CASE("a folder's keys are checked: its dir, channels, classes and size", "[
   // A normalize whose samples would not stay finite float32 values.
   const std::string tiny =
       R"(data.train_transforms=[{"name": "normalize", "mean": [0], "std": [1e-50]}])";
-  CHECK_THAT(error_of([&] { resolve("{}", {tiny}); }, ErrorCode::kConfig),
-             Catch::Matchers::EndsWith(
-                 ": data.train_transforms[0].std: must hold numbers of at least 1e-6"));
+  // Named by the override that set the list (not "defaults"), then the place in it.
+  CHECK(error_of([&] { resolve("{}", {tiny}); }, ErrorCode::kConfig) ==
+        "--set " + tiny + ": data.train_transforms[0].std: must hold numbers of at least 1e-6");
+  CHECK(error_of(
+            [&] { resolve(R"({"data": {"eval_transforms": [{"name": "resize", "size": [0]}]}})"); },
+            ErrorCode::kConfig) ==
+        "exp.json: data.eval_transforms[0].size: must hold numbers of 1 or more, got 0");
   const std::string huge =
       R"(data.eval_transforms=[{"name": "normalize", "mean": [1e300], "std": [1]}])";
   CHECK_THAT(
