@@ -48,20 +48,20 @@ size_t utf8_length(std::string_view text, size_t at) {
   return length;
 }
 
-// The code point at `at` (a sequence of `length` bytes) when it is one that reorders or breaks
-// what a terminal shows (Unicode's bidirectional controls, as in "Trojan Source", and the line
-// and paragraph separators), else 0.
+// The code point at `at` (a sequence of `length` bytes) when it is one that reorders, breaks or
+// hides what a terminal shows (Unicode's bidirectional controls, as in "Trojan Source", the line
+// and paragraph separators, and the zero-width characters that make two names look one), else 0.
 unsigned reordering_code(std::string_view text, size_t at, size_t length) {
-  if (length == 2 && static_cast<uint8_t>(text[at]) == 0xd8 &&
-      static_cast<uint8_t>(text[at + 1]) == 0x9c) {
-    return 0x061c;  // Arabic letter mark
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[at + i]); };
+  if (length == 2 && byte(0) == 0xd8 && byte(1) == 0x9c) return 0x061c;  // Arabic letter mark
+  if (length == 3 && byte(0) == 0xef && byte(1) == 0xbb && byte(2) == 0xbf) {
+    return 0xfeff;  // zero-width no-break space (a byte-order mark)
   }
-  if (length != 3 || static_cast<uint8_t>(text[at]) != 0xe2) return 0;
-  const unsigned code = 0x2000 | (static_cast<uint8_t>(text[at + 1]) & 0x3f) << 6 |
-                        (static_cast<uint8_t>(text[at + 2]) & 0x3f);
-  const bool reorders = (code >= 0x200e && code <= 0x200f) || (code >= 0x2028 && code <= 0x202e) ||
-                        (code >= 0x2066 && code <= 0x2069);
-  return reorders ? code : 0;
+  if (length != 3 || byte(0) != 0xe2) return 0;
+  const unsigned code = 0x2000 | (byte(1) & 0x3f) << 6 | (byte(2) & 0x3f);
+  const bool hides = (code >= 0x200b && code <= 0x200f) || (code >= 0x2028 && code <= 0x202e) ||
+                     (code >= 0x2060 && code <= 0x2069);
+  return hides ? code : 0;
 }
 
 }  // namespace

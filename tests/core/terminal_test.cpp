@@ -24,6 +24,11 @@ TEST_CASE("printable() writes out every code a terminal would act on, and keeps 
                   "b\xe2\x81\xa6"
                   "c\xe2\x80\xa8"
                   "d") == "a\\u202eb\\u2066c\\u2028d");
+  // What hides between letters: zero-width space and joiner, word joiner, byte-order mark.
+  CHECK(printable("cat\xe2\x80\x8b"
+                  "a\xe2\x80\x8d"
+                  "b\xe2\x81\xa0"
+                  "c\xef\xbb\xbf") == "cat\\u200ba\\u200db\\u2060c\\ufeff");
   // Printable UTF-8 passes whole: accents, CJK, emoji, and U+00A0 just past the C1 range.
   CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82 \xc2\xa0") ==
         "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82 \xc2\xa0");
