@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "data/resize_aa.h"
 
 namespace dptrain::data {
 namespace {
@@ -81,6 +82,7 @@ std::array<int64_t, 2> resized_size(int64_t height, int64_t width,
 torch::Tensor resize(const torch::Tensor& image, const std::vector<int64_t>& size, bool antialias) {
   const auto [h, w] = resized_size(image.size(1), image.size(2), size);
   if (h == image.size(1) && w == image.size(2)) return image;  // torchvision returns it as it is
+  if (antialias && image.scalar_type() == torch::kUInt8) return resize_bilinear_aa(image, h, w);
   const torch::Tensor x = image.to(torch::kFloat32).unsqueeze(0);
   torch::Tensor y = antialias ? at::_upsample_bilinear2d_aa(x, {h, w}, /*align_corners=*/false,
                                                             c10::nullopt, c10::nullopt)
