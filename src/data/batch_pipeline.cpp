@@ -50,7 +50,9 @@ BatchPipeline::BatchPipeline(std::shared_ptr<const Dataset> dataset, BatchPlan p
   TORCH_CHECK(options_.workers >= 0 && options_.depth >= 1, "BatchPipeline: bad options");
   TORCH_CHECK(plan_.first >= 0 && plan_.first <= plan_.batches, "BatchPipeline: bad first batch");
   consumed_ = plan_.first;
-  workers_ = std::min(options_.workers, plan_.batches - plan_.first);
+  // As many as an epoch from its start would have, so that batch k's worker is the same on a
+  // resume (one with no batch left ends at once).
+  workers_ = std::min(options_.workers, plan_.batches);
   try {
     for (int64_t w = 0; w < workers_; ++w) {
       threads_.emplace_back([this, w] { work(w); });

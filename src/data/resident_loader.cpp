@@ -18,6 +18,8 @@ int64_t ResidentLoader::batches_per_epoch() const {
 }
 
 void ResidentLoader::start_epoch_at(int64_t epoch, int64_t first_batch) {
+  TORCH_CHECK(first_batch >= 0 && first_batch <= batches_per_epoch(), "loader: first batch ",
+              first_batch, " is not in the epoch");
   const std::vector<int64_t> order = sampler_->epoch_indices(epoch);
   order_ = torch::tensor(order, torch::kInt64).to(device_);
   if (augment_) {
@@ -38,8 +40,8 @@ std::optional<Batch> ResidentLoader::next() {
   if (decode_table_.defined()) {
     // A table lookup rather than a division: bit-identical to the host path on every device.
     torch::Tensor bytes = images.to(torch::kInt64);
-    const int64_t channels = images.size(1);
-    if (decode_table_.numel() == channels * 256 && channels > 1) {
+    if (decode_table_.dim() == 2) {  // a table per channel, [C, 256]
+      const int64_t channels = images.size(1);
       bytes = bytes + torch::arange(channels, bytes.options()).mul(256).view({1, channels, 1, 1});
     }
     images = decode_table_.take(bytes);

@@ -71,6 +71,18 @@ TEST_CASE("a worker's error reaches the trainer in turn, naming batch and worker
       int64_t rest = 0;
       while (loader->next()) ++rest;
       CHECK(rest == 6);
+      // With fewer batches left than workers, each still goes to the worker it would have.
+      auto late = std::make_shared<FaultyDataset>(100, /*bad_index=*/85, 0ms);
+      const auto tail = sequential_loader(late, host_options(10, workers));
+      tail->start_epoch_at(0, 8);
+      try {
+        tail->next();
+        FAIL("the bad batch arrived");
+      } catch (const core::Error& e) {
+        const std::string late_worker =
+            workers == 0 ? "data loader" : "data loader worker " + std::to_string(8 % workers);
+        CHECK(std::string(e.what()) == late_worker + ": batch 9 of epoch 1: sample 85 is corrupt");
+      }
     }
     CHECK(testing::thread_count_once_down_to(before) == before);
   }
