@@ -27,7 +27,8 @@ bool starts_as_pnm(const std::string& bytes) {
 
 void check_size(const std::filesystem::path& name, int64_t width, int64_t height,
                 const PictureLimits& limits) {
-  if (width * height > limits.max_pixels || width > limits.max_side || height > limits.max_side) {
+  // The sides first: a header's may be up to 2^32 - 1 each, whose product overflows.
+  if (width > limits.max_side || height > limits.max_side || width * height > limits.max_pixels) {
     // data.max_image_pixels need not be whole megapixels (PIL's guard is 89,478,485 pixels).
     const std::string most = limits.max_pixels % (int64_t{1} << 20) == 0
                                  ? std::to_string(limits.max_pixels >> 20) + " megapixels"

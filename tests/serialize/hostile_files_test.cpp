@@ -242,6 +242,10 @@ TEST_CASE(
   CHECK_THROWS_WITH(data::read_input_images(dir / "widest.png"),
                     ContainsSubstring("widest.png: an image of 65535x65535 pixels, more than the "
                                       "16 megapixels or 16384 pixels a side dptrain decodes"));
+  // The largest sides a header can hold (beyond PNG's own 2^31 - 1), whose product overflows.
+  testing::write_text(dir / "vastest.png", png(0xffffffffu, 0xffffffffu, zlib_of_zeros(16)));
+  CHECK_THROWS_WITH(data::read_input_images(dir / "vastest.png"),
+                    ContainsSubstring("vastest.png: an image of 4294967295x4294967295 pixels"));
   // A 64x64 image whose data inflate to 64 MB (a 64 KB zlib bomb): stb_image would inflate it
   // all, doubling its buffer as it went.
   testing::write_text(dir / "bomb.png", png(64, 64, zlib_of_zeros(size_t{64} << 20)));
