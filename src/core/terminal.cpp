@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace dptrain::core {
 
@@ -48,20 +49,30 @@ size_t utf8_length(std::string_view text, size_t at) {
   return length;
 }
 
-// The code point at `at` (a sequence of `length` bytes) when it is one that reorders, breaks or
-// hides what a terminal shows (Unicode's bidirectional controls, as in "Trojan Source", the line
-// and paragraph separators, and the zero-width characters that make two names look one), else 0.
-unsigned reordering_code(std::string_view text, size_t at, size_t length) {
-  const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[at + i]); };
-  if (length == 2 && byte(0) == 0xd8 && byte(1) == 0x9c) return 0x061c;  // Arabic letter mark
-  if (length == 3 && byte(0) == 0xef && byte(1) == 0xbb && byte(2) == 0xbf) {
-    return 0xfeff;  // zero-width no-break space (a byte-order mark)
+// The code point of the well-formed sequence of `length` bytes at `at`.
+unsigned code_point(std::string_view text, size_t at, size_t length) {
+  const auto byte = [&](size_t i) {
+    return static_cast<unsigned>(static_cast<uint8_t>(text[at + i]));
+  };
+  unsigned code = byte(0) & (0x7fu >> length);
+  for (size_t i = 1; i < length; ++i) code = code << 6 | (byte(i) & 0x3f);
+  return code;
+}
+
+// Whether a terminal shows `code` as nothing, or as something that moves what follows: Unicode's
+// bidirectional controls (as in "Trojan Source"), the line and paragraph separators, and what
+// shows as no glyph at all, so that "cat" and "cat" + U+200B would look one name (zero-width
+// spaces and joiners, the soft hyphen, fillers, variation selectors, invisible operators, tags).
+bool invisible_or_reordering(unsigned code) {
+  static constexpr std::pair<unsigned, unsigned> kRanges[] = {
+      {0x00ad, 0x00ad},   {0x034f, 0x034f},  {0x061c, 0x061c}, {0x115f, 0x1160}, {0x17b4, 0x17b5},
+      {0x180b, 0x180f},   {0x200b, 0x200f},  {0x2028, 0x202e}, {0x2060, 0x206f}, {0x3164, 0x3164},
+      {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},  {0xffa0, 0xffa0}, {0xfff0, 0xfffb}, {0x1bca0, 0x1bca3},
+      {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff}};
+  for (const auto& [first, last] : kRanges) {
+    if (code >= first && code <= last) return true;
   }
-  if (length != 3 || byte(0) != 0xe2) return 0;
-  const unsigned code = 0x2000 | (byte(1) & 0x3f) << 6 | (byte(2) & 0x3f);
-  const bool hides = (code >= 0x200b && code <= 0x200f) || (code >= 0x2028 && code <= 0x202e) ||
-                     (code >= 0x2060 && code <= 0x2069);
-  return hides ? code : 0;
+  return false;
 }
 
 }  // namespace
@@ -86,8 +97,8 @@ std::string printable(std::string_view text, LineBreaks breaks) {
     } else if (c == 0xc2 && static_cast<uint8_t>(text[at + 1]) < 0xa0) {  // C1: U+0080..U+009F
       out += hex_escape("\\u00", static_cast<uint8_t>(text[at + 1]), 2);
       at += 2;
-    } else if (const unsigned code = reordering_code(text, at, length); code != 0) {
-      out += hex_escape("\\u", code, 4);
+    } else if (const unsigned code = code_point(text, at, length); invisible_or_reordering(code)) {
+      out += code > 0xffff ? hex_escape("\\U", code, 8) : hex_escape("\\u", code, 4);
       at += length;
     } else {
       out.append(text.substr(at, length));

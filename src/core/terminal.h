@@ -23,8 +23,9 @@ enum class LineBreaks { kEscape, kKeep };
 // window's title, write the clipboard (OSC 52) or redraw a line: C0 controls (ESC among them),
 // carriage returns and DEL as \x1b, C1 controls (U+0080 to U+009F, which some terminals take as
 // ESC [) as \u009b, Unicode's controls that reorder or break a line (U+202E, U+2028, ...) and
-// its zero-width characters (U+200B to U+200D, U+2060, U+FEFF: "cat" and "cat\u200b" would look
-// one) as \u202e, and bytes that are no UTF-8 as \xff. Other UTF-8 passes as it is.
+// what shows as no glyph (zero-width spaces and joiners, the soft hyphen, fillers, variation
+// selectors, tags: "cat" and "cat\u200b" would look one) as \u202e or \U000e0061, and bytes
+// that are no UTF-8 as \xff. Other UTF-8 passes as it is.
 std::string printable(std::string_view text, LineBreaks breaks = LineBreaks::kEscape);
 
 // Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates).

@@ -29,6 +29,11 @@ TEST_CASE("printable() writes out every code a terminal would act on, and keeps 
                   "a\xe2\x80\x8d"
                   "b\xe2\x81\xa0"
                   "c\xef\xbb\xbf") == "cat\\u200ba\\u200db\\u2060c\\ufeff");
+  // The soft hyphen, a Hangul filler, a variation selector and a tag letter (four bytes).
+  CHECK(printable("a\xc2\xad"
+                  "b\xe3\x85\xa4"
+                  "c\xef\xb8\x8f"
+                  "d\xf3\xa0\x81\xa1") == "a\\u00adb\\u3164c\\ufe0fd\\U000e0061");
   // Printable UTF-8 passes whole: accents, CJK, emoji, and U+00A0 just past the C1 range.
   CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82 \xc2\xa0") ==
         "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82 \xc2\xa0");
