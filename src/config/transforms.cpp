@@ -121,8 +121,6 @@ class Reader {
   const Checker& check_;
 };
 
-constexpr int64_t kLargestSide = 16384;  // as the pictures dptrain decodes (data/picture.h)
-
 std::vector<int64_t> size_of(const Reader& r, bool shorter_edge) {
   const std::string hint =
       shorter_edge ? "a side (the shorter edge) or [height, width]" : "a side or [height, width]";
@@ -170,6 +168,10 @@ void read_padding(const Reader& r, TransformSpec& t) {
   }
   t.pad_if_needed = r.boolean("pad_if_needed", false);
   t.fill = r.number("fill", 0);
+  if (!(t.fill >= 0 && t.fill <= 255)) {
+    r.fail("fill", "must be a grey level from 0 to 255, got " + json(t.fill).dump(),
+           "random_crop pads the decoded picture's bytes (0 is black)");
+  }
   if (const json* mode = r.find("padding_mode")) {
     static const std::set<std::string> kModes = {"constant", "edge", "reflect", "symmetric"};
     if (!mode->is_string() || kModes.count(mode->get<std::string>()) == 0) {
@@ -261,6 +263,11 @@ TransformSpec read_one(const json& object, const std::string& key, const Checker
 
 const char* transform_name(TransformName name) {
   return named(name).text;
+}
+
+bool is_random(TransformName name) {
+  return name == TransformName::kRandomCrop || name == TransformName::kRandomResizedCrop ||
+         name == TransformName::kRandomHorizontalFlip;
 }
 
 std::vector<std::string> transform_names() {

@@ -24,6 +24,9 @@ enum class TransformName {
   kNormalize,
 };
 
+// The longest side a transform takes or makes, as the pictures dptrain decodes (data/picture.h).
+inline constexpr int64_t kLargestSide = 16384;
+
 struct TransformSpec {
   TransformName name = TransformName::kResize;
   // resize: [side] (the shorter edge, the aspect kept) or [height, width]; the crops: [h, w]
@@ -45,6 +48,8 @@ struct TransformSpec {
 // The names a config file uses, in the order the docs list them; `name`'s.
 std::vector<std::string> transform_names();
 const char* transform_name(TransformName name);
+// Whether it draws: random_crop, random_resized_crop, random_horizontal_flip.
+bool is_random(TransformName name);
 
 // `list` (a JSON array) read as transforms; `key` ("data.train_transforms") names it in the
 // errors `check` raises.

@@ -5,6 +5,7 @@
 #include <ATen/core/DistributionsHelper.h>
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -16,14 +17,9 @@ namespace {
 using config::TransformName;
 using config::TransformSpec;
 
-bool is_random(TransformName name) {
-  return name == TransformName::kRandomCrop || name == TransformName::kRandomResizedCrop ||
-         name == TransformName::kRandomHorizontalFlip;
-}
-
 // The draws torch::randint(0, range, {1}, g) and torch::rand({1}, g) make on a CPU generator:
-// the very distributions its CPU kernels call (tests/data/crop_flip_test.cpp compares
-// them with the tensors' draws).
+// the very distributions its CPU kernels call (tests/data/crop_flip_test.cpp compares the batches
+// they make with the samples data/transforms.h draws for with those tensors).
 int64_t draw_below(at::CPUGeneratorImpl& generator, int64_t range) {
   at::uniform_int_from_to_distribution<int64_t> below(static_cast<uint64_t>(range), 0);
   return below(&generator);
@@ -59,7 +55,7 @@ std::optional<CropFlip> CropFlip::plan(const std::vector<TransformSpec>& transfo
     if (t.name == TransformName::kNormalize) {
       if (!randoms_seen &&
           std::any_of(transforms.begin() + static_cast<std::ptrdiff_t>(i), transforms.end(),
-                      [](const TransformSpec& u) { return is_random(u.name); })) {
+                      [](const TransformSpec& u) { return config::is_random(u.name); })) {
         return refuse(i,
                       "a normalize before a random transform (the device crops and flips bytes)");
       }
@@ -70,12 +66,13 @@ std::optional<CropFlip> CropFlip::plan(const std::vector<TransformSpec>& transfo
       return refuse(i, "only random_crop and random_horizontal_flip are drawn there");
     } else if (t.name == TransformName::kRandomCrop && !out.crop_) {
       out.crop_ = t;
+      out.crop_at_ = i;
       randoms_seen = true;
     } else if (t.name == TransformName::kRandomHorizontalFlip && !out.flip_) {
       out.flip_ = t;
       out.flip_first_ = !out.crop_;
       randoms_seen = true;
-    } else if (is_random(t.name)) {
+    } else if (config::is_random(t.name)) {
       return refuse(i, "each random transform is drawn once there");
     } else if (randoms_seen) {
       return refuse(i, "only normalizes may follow the random transforms there");
@@ -85,18 +82,27 @@ std::optional<CropFlip> CropFlip::plan(const std::vector<TransformSpec>& transfo
   }
   if (out.crop_ && out.flip_ && out.flip_first_ && out.crop_->padding[0] != out.crop_->padding[2]) {
     // A flip before an uneven padding moves the padding with it: the kept form would differ.
-    const auto crop_at = static_cast<size_t>(
-        std::find_if(transforms.begin(), transforms.end(),
-                     [](const TransformSpec& u) { return u.name == TransformName::kRandomCrop; }) -
-        transforms.begin());
-    return refuse(crop_at,
+    return refuse(out.crop_at_,
                   "a flip before a crop padded unevenly left and right (put the flip after it)");
   }
-  if (!randoms_seen) {
-    *why = key + " draws nothing";
-    return std::nullopt;
-  }
   return out;
+}
+
+std::string CropFlip::device_cost(const std::vector<int64_t>& stored,
+                                  const std::string& key) const {
+  if (!crop_) return "";
+  const std::vector<int64_t> fixed = shape_after(fixed_, stored);
+  int64_t h = fixed[1] + crop_->padding[1] + crop_->padding[3];
+  int64_t w = fixed[2] + crop_->padding[0] + crop_->padding[2];
+  if (crop_->pad_if_needed) {
+    h = std::max(h, 2 * crop_->size[0] - h);
+    w = std::max(w, 2 * crop_->size[1] - w);
+  }
+  if (h * w <= 4 * crop_->size[0] * crop_->size[1]) return "";
+  return fmt::format(
+      "{}[{}] (random_crop) would keep every sample padded to {}x{} on the device, more than four "
+      "times the {}x{} pixels it crops",
+      key, crop_at_, w, h, crop_->size[1], crop_->size[0]);
 }
 
 torch::Tensor CropFlip::prepare(const torch::Tensor& raw) const {
@@ -115,7 +121,7 @@ torch::Tensor CropFlip::value_table(int64_t channels) const {
                                   .view({1, 1, 256})
                                   .repeat({channels, 1, 1});
   at::Generator unused = at::make_generator<at::CPUGeneratorImpl>(0);
-  return apply_transforms(closing_, bytes, unused).reshape({channels * 256}).contiguous();
+  return apply_transforms(closing_, bytes, unused).reshape({channels, 256}).contiguous();
 }
 
 CropFlip::Draw CropFlip::draw_one(int64_t index, int64_t epoch, int64_t height,
@@ -196,13 +202,9 @@ bool CropFlip::render(const torch::Tensor& raw, int64_t index, int64_t epoch,
   uint8_t fill = 0;
   if (crop_) {
     pad = crop_->padding;
-    if (crop_->padding_mode == "constant") {
-      // Padded in memory, the fill is a byte as constant_pad_nd casts it; others go generic.
-      if (crop_->fill < 0 || crop_->fill > 255 || crop_->fill != std::floor(crop_->fill)) {
-        return false;
-      }
-      fill = static_cast<uint8_t>(crop_->fill);
-    }
+    // The byte constant_pad_nd pads a uint8 picture with (config/transforms.h keeps the fill
+    // within 0 to 255; a fraction is cut off, as its cast cuts it).
+    fill = static_cast<uint8_t>(std::clamp(std::floor(crop_->fill), 0.0, 255.0));
     oh = crop_->size[0];
     ow = crop_->size[1];
     ph = h + pad[1] + pad[3];
@@ -212,7 +214,7 @@ bool CropFlip::render(const torch::Tensor& raw, int64_t index, int64_t epoch,
     if (ph < oh || pw < ow) return false;  // random_crop_box's error
   }
   if (shape.size() != 3 || shape[0] != c || shape[1] != oh || shape[2] != ow) return false;
-  const Draw d = draw_one(index, epoch, ph, pw);
+  const Draw d = draws() ? draw_one(index, epoch, ph, pw) : Draw{};
   thread_local std::vector<int64_t> rows, cols;
   if (!source_positions(h, pad[1], pad[3], d.top, oh, false, ph, rows) ||
       !source_positions(w, pad[0], pad[2], d.left, ow, d.flip, pw, cols)) {

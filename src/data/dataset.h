@@ -25,11 +25,11 @@ struct Batch {
 struct StoredSplit {
   torch::Tensor samples;  // [N, ...] in the stored dtype
   torch::Tensor labels;   // [N] integer class indices
-  // A 256-entry float table that turns uint8 samples into batch values; undefined when the samples
-  // already are the float values.
+  // A float table that turns uint8 samples into batch values, [256] or one per channel [C, 256];
+  // undefined when the samples already are the float values.
   torch::Tensor decode_table;
   // Random crops and flips drawn anew each epoch (data/crop_flip.h): then `samples` are
-  // prepared for them and decode_table has 256 entries per channel. Null when nothing draws.
+  // prepared for them. Null when nothing draws.
   std::shared_ptr<const CropFlip> augment;
 };
 

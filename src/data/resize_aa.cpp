@@ -54,10 +54,6 @@ AxisWeights axis_weights(int64_t in, int64_t out) {
   return a;
 }
 
-// Output line i (of `lines`) of one plane: input lines a.first[i].. (each `length` floats, one
-// after the other) weighted and summed, first term first. Inlined into the vector clones below,
-// whose loops over a line vectorize and contract each step into an FMA where the CPU has one, as
-// LibTorch's AVX2 and AVX-512 kernels do.
 // A buffer of floats left uninitialized: every one is written before it is read.
 class Floats {
  public:
@@ -77,6 +73,10 @@ class Floats {
   }
 }
 
+// Output line i (of `lines`) of one plane: input lines a.first[i].. (each `length` floats, one
+// after the other) weighted and summed, first term first. Inlined into the vector clones below,
+// whose loops over a line vectorize and contract each step into an FMA where the CPU has one, as
+// LibTorch's AVX2 and AVX-512 kernels do.
 [[gnu::always_inline]] inline void sum_lines(const float* in, int64_t length, const AxisWeights& a,
                                              int64_t lines, float* out) {
   for (int64_t i = 0; i < lines; ++i) {
@@ -111,12 +111,15 @@ torch::Tensor resize_bilinear_aa(const torch::Tensor& image, int64_t height, int
   // the same terms in the same order as along a row).
   if (width != w) {
     const AxisWeights a = axis_weights(w, width);
-    Floats across(c * w * h);
-    for (int64_t k = 0; k < c; ++k)
-      transpose(plane.data() + k * h * w, h, w, across.data() + k * w * h);
     Floats summed(c * width * h);
-    for (int64_t k = 0; k < c; ++k) {
-      sum_lines(across.data() + k * w * h, h, a, width, summed.data() + k * width * h);
+    {
+      Floats across(c * w * h);  // freed before the result takes its place
+      for (int64_t k = 0; k < c; ++k) {
+        transpose(plane.data() + k * h * w, h, w, across.data() + k * w * h);
+      }
+      for (int64_t k = 0; k < c; ++k) {
+        sum_lines(across.data() + k * w * h, h, a, width, summed.data() + k * width * h);
+      }
     }
     plane = Floats(c * h * width);
     for (int64_t k = 0; k < c; ++k) {

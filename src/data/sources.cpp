@@ -13,6 +13,7 @@
 #include "data/image_folder.h"
 #include "data/locate.h"
 #include "data/picture_check.h"
+#include "data/transforms.h"
 
 namespace dptrain::data {
 namespace {
@@ -115,13 +116,24 @@ OpenedData open_folder(const config::DataConfig& config) {
   auto test_set = std::make_shared<const FolderDataset>(test_root, std::move(test), channels,
                                                         limits_of(config));
   data.sample_shape = train_set->sample_shape();
-  if (test_set->sample_shape() != data.sample_shape) {
+  // The model takes what the transforms make: pictures of other sizes are fine where both lists
+  // bring them to one (a resize to [height, width] first).
+  const std::vector<int64_t> trained =
+      shape_after(config.train_transforms, data.sample_shape, "data.train_transforms");
+  const std::vector<int64_t> evaluated =
+      shape_after(config.eval_transforms, test_set->sample_shape(), "data.eval_transforms");
+  // (Lists that differ for pictures of one size are model_sample_shape's to name.)
+  if (test_set->sample_shape() != data.sample_shape && evaluated != trained) {
     const auto& t = test_set->sample_shape();
     throw Error(ErrorCode::kData,
                 core::printable((test_root / std::string(test_set->listing().file(0))).string()) +
-                    fmt::format(": a picture of {}x{}, and the training set's first is {}x{}", t[2],
-                                t[1], data.sample_shape[2], data.sample_shape[1]),
-                "give every picture one size");
+                    fmt::format(": a picture of {}x{}, which data.eval_transforms make {}x{}, and "
+                                "the training set's first is {}x{}, which data.train_transforms "
+                                "make {}x{}",
+                                t[2], t[1], evaluated[2], evaluated[1], data.sample_shape[2],
+                                data.sample_shape[1], trained[2], trained[1]),
+                "give every picture one size, or begin both lists with a resize to [height, "
+                "width]");
   }
   data.train = std::move(train_set);
   data.test = std::move(test_set);

@@ -12,8 +12,10 @@ namespace dptrain::data {
 
 std::vector<int64_t> model_sample_shape(const config::DataConfig& data,
                                         const std::vector<int64_t>& stored) {
-  const std::vector<int64_t> trained = shape_after(data.train_transforms, stored);
-  const std::vector<int64_t> evaluated = shape_after(data.eval_transforms, stored);
+  const std::vector<int64_t> trained =
+      shape_after(data.train_transforms, stored, "data.train_transforms");
+  const std::vector<int64_t> evaluated =
+      shape_after(data.eval_transforms, stored, "data.eval_transforms");
   if (trained != evaluated) {
     throw core::Error(core::ErrorCode::kConfig,
                       fmt::format("data.train_transforms make samples of {}x{} and "
@@ -25,7 +27,9 @@ std::vector<int64_t> model_sample_shape(const config::DataConfig& data,
 }
 
 TrainingSplits make_splits(const config::Config& config, const OpenedData& opened) {
-  TrainingSplits out{opened.train, nullptr, opened.test};
+  TrainingSplits out;
+  out.train = opened.train;
+  out.test = opened.test;
   if (config.data.val_split > 0) {
     HeldOut held = hold_out(opened.train, config.data.val_split, config.seed);
     out.train = held.train;
@@ -41,6 +45,7 @@ TrainingSplits make_splits(const config::Config& config, const OpenedData& opene
     split = std::move(transformed);
     return random;
   };
+  out.stored_shape = out.train->sample_shape();
   out.random = through(out.train, config.data.train_transforms);
   through(out.val, config.data.eval_transforms);
   through(out.test, config.data.eval_transforms);

@@ -16,6 +16,7 @@ namespace dptrain::data {
 struct TrainingSplits {
   std::shared_ptr<const Dataset> train, val, test;  // val: only with data.val_split > 0
   bool random = false;                              // whether the training transforms draw
+  std::vector<int64_t> stored_shape;                // the training samples' before them
 };
 
 // The shape the model takes: what data.train_transforms make of the stored sample shape. A config

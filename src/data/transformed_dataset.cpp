@@ -3,6 +3,8 @@
 #include <ATen/Parallel.h>
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "data/crop_flip.h"
 #include "data/transforms.h"
@@ -13,12 +15,8 @@ TransformedDataset::TransformedDataset(std::shared_ptr<const Dataset> base,
                                        std::vector<config::TransformSpec> transforms, int64_t seed)
     : base_(std::move(base)), transforms_(std::move(transforms)), seed_(seed) {
   shape_ = shape_after(transforms_, base_->sample_shape());
-  for (const auto& t : transforms_) {
-    using config::TransformName;
-    random_ = random_ || t.name == TransformName::kRandomCrop ||
-              t.name == TransformName::kRandomResizedCrop ||
-              t.name == TransformName::kRandomHorizontalFlip;
-  }
+  random_ = std::any_of(transforms_.begin(), transforms_.end(),
+                        [](const config::TransformSpec& t) { return config::is_random(t.name); });
   std::string why;
   if (std::optional<CropFlip> plan = CropFlip::plan(transforms_, seed_, "transforms", &why)) {
     crop_flip_ = std::make_shared<const CropFlip>(std::move(*plan));
@@ -27,15 +25,24 @@ TransformedDataset::TransformedDataset(std::shared_ptr<const Dataset> base,
   }
 }
 
+core::Error TransformedDataset::named(int64_t i, const core::Error& e) const {
+  return core::Error(e.code(), sample_name(i) + ": " + e.what(), e.hint());
+}
+
 torch::Tensor TransformedDataset::sample(int64_t i, int64_t epoch, int64_t* label) const {
   const RawSample raw = base_->raw_sample(i);
   if (label != nullptr) *label = raw.label;
+  return transformed(raw, i, epoch);
+}
+
+torch::Tensor TransformedDataset::transformed(const RawSample& raw, int64_t i,
+                                              int64_t epoch) const {
   at::Generator generator = sample_generator(seed_, epoch, i);
   torch::Tensor out;
   try {
     out = apply_transforms(transforms_, raw.pixels, generator);
   } catch (const core::Error& e) {
-    throw core::Error(e.code(), sample_name(i) + ": " + e.what(), e.hint());
+    throw named(i, e);
   }
   if (out.sizes() != c10::IntArrayRef(shape_)) {
     throw core::Error(core::ErrorCode::kData,
@@ -59,51 +66,67 @@ void TransformedDataset::fill_epoch_batch(c10::ArrayRef<int64_t> indices, int64_
   for (int64_t b = 0; b < n; ++b) {
     const int64_t i = indices[b];
     TORCH_CHECK(i >= 0 && i < size(), "TransformedDataset: index ", i, " out of range");
-    if (crop_flip_) {
-      const RawSample raw = base_->raw_sample(i);
-      dst_labels[b] = raw.label;
-      if (crop_flip_->render(raw.pixels, i, epoch, shape_, values_.data(),
-                             images.data_ptr<float>() + b * values)) {
-        continue;
-      }
+    const RawSample raw = base_->raw_sample(i);
+    dst_labels[b] = raw.label;
+    bool rendered = false;
+    try {
+      rendered = crop_flip_ && crop_flip_->render(raw.pixels, i, epoch, shape_, values_.data(),
+                                                  images.data_ptr<float>() + b * values);
+    } catch (const core::Error& e) {
+      throw named(i, e);
     }
-    images[b].copy_(sample(i, epoch, &dst_labels[b]));
+    // What the one pass declines, the transforms one by one compute or refuse.
+    if (!rendered) images[b].copy_(transformed(raw, i, epoch));
   }
 }
 
 StoredSplit TransformedDataset::stored_split() const {
-  if (!random_) return Dataset::stored_split();
-  TORCH_CHECK(crop_flip_, "TransformedDataset: random transforms the device cannot draw");
+  if (!crop_flip_) {
+    TORCH_CHECK(!random_, "TransformedDataset: random transforms the device cannot draw");
+    return Dataset::stored_split();  // every sample transformed, as floats
+  }
   const CropFlip* plan = crop_flip_.get();
+  StoredSplit out;
   const int64_t n = size();
-  TORCH_CHECK(n > 0, "TransformedDataset: an empty split kept on the device");
-  std::vector<int64_t> labels(static_cast<size_t>(n));
-  const RawSample first = base_->raw_sample(0);
-  const torch::Tensor shape_of = plan->prepare(first.pixels);
+  if (n == 0) {
+    throw core::Error(core::ErrorCode::kData, "a split with no samples to keep on the device",
+                      "give the data set samples in every split it trains or evaluates on");
+  }
+  // The part applied once, its errors naming the sample as the host path's do.
+  out.labels = torch::empty({n}, torch::kInt64);
+  int64_t* labels = out.labels.data_ptr<int64_t>();
+  const auto prepared_sample = [&](int64_t i) {
+    try {
+      const RawSample raw = base_->raw_sample(i);
+      labels[i] = raw.label;
+      return plan->prepare(raw.pixels);
+    } catch (const core::Error& e) {
+      throw named(i, e);
+    }
+  };
+  const torch::Tensor shape_of = prepared_sample(0);
   std::vector<int64_t> shape = shape_of.sizes().vec();
   shape.insert(shape.begin(), n);
   torch::Tensor samples = torch::empty(shape, torch::kUInt8);
   at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const RawSample raw = base_->raw_sample(i);
-      const torch::Tensor prepared = plan->prepare(raw.pixels);
+      const torch::Tensor prepared = prepared_sample(i);
       if (prepared.sizes() != shape_of.sizes()) {
-        throw core::Error(core::ErrorCode::kData,
-                          sample_name(i) + fmt::format(": prepared for the device as {}x{}, and "
-                                                       "the first sample as {}x{}",
-                                                       prepared.size(2), prepared.size(1),
-                                                       shape_of.size(2), shape_of.size(1)),
-                          "give every picture one size (a resize to [height, width] first)");
+        throw core::Error(
+            core::ErrorCode::kData,
+            sample_name(i) + fmt::format(": prepared for the device as {}x{} with {} "
+                                         "channels, and the first sample as {}x{} "
+                                         "with {}",
+                                         prepared.size(2), prepared.size(1), prepared.size(0),
+                                         shape_of.size(2), shape_of.size(1), shape_of.size(0)),
+            "give every picture one size (a resize to [height, width] first)");
       }
       samples[i].copy_(prepared);
-      labels[static_cast<size_t>(i)] = raw.label;
     }
   });
-  StoredSplit out;
   out.samples = samples;
-  out.labels = torch::tensor(labels, torch::kInt64);
   out.decode_table = plan->value_table(shape_of.size(0));
-  out.augment = crop_flip_;
+  if (crop_flip_->draws()) out.augment = crop_flip_;
   return out;
 }
 

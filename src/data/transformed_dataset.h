@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/transforms.h"
+#include "core/error.h"
 #include "data/crop_flip.h"
 #include "data/dataset.h"
 
@@ -35,10 +36,16 @@ class TransformedDataset : public Dataset {
   StoredSplit stored_split() const override;
   // Whether any transform draws (then a stored split would freeze epoch 0's draws).
   bool random() const { return random_; }
-  // Sample i of epoch `epoch`, float32 [C, H, W], and its label into `label` when given.
+  // Sample i of epoch `epoch`, float32 [C, H, W], and its label into `label` when given: the
+  // transforms one by one, which the loaders' one pass (data/crop_flip.h) must equal.
   torch::Tensor sample(int64_t i, int64_t epoch, int64_t* label = nullptr) const;
 
  private:
+  // Sample i, decoded as `raw`, through the transforms one by one.
+  torch::Tensor transformed(const RawSample& raw, int64_t i, int64_t epoch) const;
+  // `e` with sample i's name in front, as every error about a sample has it.
+  core::Error named(int64_t i, const core::Error& e) const;
+
   std::shared_ptr<const Dataset> base_;
   std::vector<config::TransformSpec> transforms_;
   int64_t seed_;

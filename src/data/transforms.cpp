@@ -73,8 +73,17 @@ std::array<int64_t, 2> resized_size(int64_t height, int64_t width,
   const int64_t shorter = std::min(height, width);
   const int64_t longer = std::max(height, width);
   // int(requested * long / short): Python's true division, then truncation.
-  const auto new_long = static_cast<int64_t>(
-      static_cast<double>(size[0]) * static_cast<double>(longer) / static_cast<double>(shorter));
+  const auto new_long = static_cast<int64_t>(std::min(
+      static_cast<double>(size[0]) * static_cast<double>(longer) / static_cast<double>(shorter),
+      1e18));
+  // The aspect is the picture's, so a thin one would make a vast sample: bounded, as decoding is.
+  if (new_long > config::kLargestSide) {
+    cannot(
+        fmt::format("a resize of the shorter side to {} makes this {}x{} picture {} pixels long, "
+                    "more than the {} a side transforms make",
+                    size[0], width, height, new_long, config::kLargestSide),
+        "resize to [height, width], or crop the pictures to a common shape first");
+  }
   return width <= height ? std::array<int64_t, 2>{new_long, size[0]}
                          : std::array<int64_t, 2>{size[0], new_long};
 }
@@ -292,6 +301,15 @@ std::vector<int64_t> shape_after(const std::vector<TransformSpec>& transforms,
     }
   }
   return shape;
+}
+
+std::vector<int64_t> shape_after(const std::vector<TransformSpec>& transforms,
+                                 std::vector<int64_t> shape, const std::string& key) {
+  try {
+    return shape_after(transforms, std::move(shape));
+  } catch (const core::Error& e) {
+    throw core::Error(e.code(), key + ": " + e.what(), e.hint());
+  }
 }
 
 }  // namespace dptrain::data

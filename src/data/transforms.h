@@ -72,5 +72,8 @@ torch::Tensor apply_transforms(const std::vector<config::TransformSpec>& transfo
 // other channels).
 std::vector<int64_t> shape_after(const std::vector<config::TransformSpec>& transforms,
                                  std::vector<int64_t> shape);
+// The same, its error naming the list by `key` ("data.train_transforms: normalize with ...").
+std::vector<int64_t> shape_after(const std::vector<config::TransformSpec>& transforms,
+                                 std::vector<int64_t> shape, const std::string& key);
 
 }  // namespace dptrain::data

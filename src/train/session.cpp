@@ -122,7 +122,7 @@ data::LoaderOptions loader_options(const config::Config& config, data::Placement
 // A split kept on the device is transformed once, but random crops and flips are drawn there anew
 // each epoch (data/crop_flip.h); other random training transforms need the host.
 data::Placement placement_for(const config::Config& config, torch::Device device,
-                              bool random_transforms) {
+                              const data::TrainingSplits& splits) {
   const config::DataConfig& data = config.data;
   const data::Placement placement =
       data::resolve_placement(config::name_of(data.placement), device);
@@ -132,11 +132,12 @@ data::Placement placement_for(const config::Config& config, torch::Device device
     spdlog::info("data: a folder of pictures: batches assembled on the host");
     return data::Placement::kHost;
   }
-  if (placement != data::Placement::kDevice || !random_transforms) return placement;
+  if (placement != data::Placement::kDevice || !splits.random) return placement;
   std::string why;
-  if (data::CropFlip::plan(data.train_transforms, config.seed, "data.train_transforms", &why)) {
-    return placement;
-  }
+  const auto plan =
+      data::CropFlip::plan(data.train_transforms, config.seed, "data.train_transforms", &why);
+  if (plan) why = plan->device_cost(splits.stored_shape, "data.train_transforms");
+  if (why.empty()) return placement;
   if (data.placement == config::DataPlacement::kDevice) {
     throw core::Error(core::ErrorCode::kConfig, "data.placement \"device\": " + why,
                       "use data.placement \"host\" (or \"auto\") for these transforms");
@@ -151,7 +152,7 @@ void attach_loaders(const config::Config& config, data::OpenedData opened, Sessi
   const std::filesystem::path dir = opened.dir;
   const data::TrainingSplits splits = data::make_splits(config, opened);
   const std::shared_ptr<const data::Dataset>& val = splits.val;
-  const data::Placement placement = placement_for(config, device, splits.random);
+  const data::Placement placement = placement_for(config, device, splits);
   spdlog::info("data: {} from {}, placed on the {}{}", config::name_of(config.data.dataset),
                core::printable(dir.string()), data::placement_name(placement),
                placement == data::Placement::kHost

@@ -1,8 +1,10 @@
-// Random crops and flips on a split kept on the device (data/crop_flip.h) give the host
-// path's batches bit for bit: checked on the real Fashion-MNIST, as IDX files and as a folder of
-// its pictures in RGB, through the splits and loaders a training session makes, with the CPU as
-// the device, for one rank and for each of two ranks' shares, over two epochs; and the lists the
-// device cannot draw are refused with their place and reason.
+// Random crops and flips in one pass (data/crop_flip.h) give the transforms' batches bit for bit:
+// the host loader's against each sample transformed one by one, and the device placement's (the
+// CPU as the device) against the host's, for one rank and for each of two ranks' shares, over two
+// epochs and from the middle of one; on the real Fashion-MNIST, as IDX files and as a folder of
+// its pictures in RGB, through the splits and loaders a training session makes, an eval list
+// without draws among them. The lists the one pass cannot take are refused with their place and
+// reason.
 #include "support/catch.h"
 
 #include "config/load.h"
@@ -11,6 +13,7 @@
 #include "data/sampler.h"
 #include "data/sources.h"
 #include "data/splits.h"
+#include "data/transformed_dataset.h"
 #include "model/registry.h"
 #include "support/fixtures.h"
 #include "support/picture_folders.h"
@@ -43,15 +46,17 @@ std::vector<data::Batch> epoch_batches(const std::shared_ptr<const data::Dataset
   return batches;
 }
 
-std::shared_ptr<const data::Dataset> training_split(const std::vector<std::string>& sets) {
+std::shared_ptr<const data::TransformedDataset> training_split(
+    const std::vector<std::string>& sets) {
   std::vector<std::string> all = {"seed=" + std::to_string(kAugmentSeed)};
   all.insert(all.end(), sets.begin(), sets.end());
   const config::Config config = config::load_config(std::nullopt, all, model::model_names());
   data::OpenedData opened = data::open_data(config.data);
   data::load_data(opened);
   const data::TrainingSplits splits = data::make_splits(config, opened);
-  REQUIRE(splits.random);
-  return splits.train;
+  auto transformed = std::dynamic_pointer_cast<const data::TransformedDataset>(splits.train);
+  REQUIRE(transformed);
+  return transformed;
 }
 
 std::string why_not(const std::string& list) {
@@ -91,9 +96,16 @@ TEST_CASE(
              R"( "size": 28, "padding": [2, 1, 3, 0], "fill": 7},)"
              R"( {"name": "random_horizontal_flip"}, {"name": "normalize", "mean": [0.3],)"
              R"( "std": [0.4]}, {"name": "normalize", "mean": [0.1], "std": [2.0]}])"}},
+      {"a symmetric padding, and pad_if_needed's on top of it, flipped first",
+       {idx, R"(data.train_transforms=[{"name": "random_horizontal_flip"}, {"name":)"
+             R"( "random_crop", "size": [30, 34], "padding": [1, 2], "pad_if_needed": true,)"
+             R"( "padding_mode": "symmetric"}])"}},
       {"a crop of the whole picture (no draw), then a flip always",
        {idx, R"(data.train_transforms=[{"name": "random_crop", "size": 28, "pad_if_needed":)"
              R"( true}, {"name": "random_horizontal_flip", "p": 1.0}])"}},
+      {"an eval list: a resize, a centre crop and a normalize, nothing drawn",
+       {idx, R"(data.train_transforms=[{"name": "resize", "size": 36}, {"name": "center_crop",)"
+             R"( "size": 30}, {"name": "normalize", "mean": [0.3], "std": [0.4]}])"}},
       {"RGB pictures from a folder, centre-cropped, cropped and flipped, normalized per channel",
        {folder[0], folder[1], folder[2],
         R"(data.train_transforms=[{"name": "center_crop", "size": 26}, {"name": "random_crop",)"
@@ -104,6 +116,21 @@ TEST_CASE(
   for (const Case& c : cases) {
     INFO(c.name);
     const auto train = training_split(c.sets);
+    // The one pass against the transforms one by one, every sample of two epochs.
+    int64_t alone = 0;
+    for (const int64_t epoch : {0, 2}) {
+      const std::vector<int64_t> order =
+          data::DistributedSampler(train->size(), {1, 0, true, kAugmentSeed}).epoch_indices(epoch);
+      const auto batches = epoch_batches(train, data::Placement::kHost, 1, 0, epoch);
+      for (size_t k = 0; k < batches.size(); ++k) {
+        for (int64_t j = 0; j < batches[k].size(); ++j) {
+          const int64_t i = order[k * 32 + static_cast<size_t>(j)];
+          CHECK(torch::equal(batches[k].images[j], train->sample(i, epoch)));
+          ++alone;
+        }
+      }
+    }
+    CHECK(alone == 2 * 200);
     int64_t compared = 0;
     for (const int world : {1, 2}) {
       for (int rank = 0; rank < world; ++rank) {
@@ -152,4 +179,36 @@ TEST_CASE("the transform lists the device cannot draw are refused with their pla
   CHECK_THAT(why_not(R"([{"name": "random_horizontal_flip"}, {"name": "random_crop", "size": 28,)"
                      R"( "padding": [1, 0, 1, 3]}])"),
              Equals("(it runs)"));  // even left and right: the flip moves nothing
+}
+
+TEST_CASE(
+    "the device placement declines a padding that would keep samples of more than four times the "
+    "crop's pixels, which the host pads by index",
+    "[data][transforms]") {
+  const auto plan_of = [](const std::string& list) {
+    const config::Config config =
+        config::load_config(std::nullopt, {"data.train_transforms=" + list}, model::model_names());
+    std::string why;
+    auto plan =
+        data::CropFlip::plan(config.data.train_transforms, 0, "data.train_transforms", &why);
+    REQUIRE(plan);
+    return *plan;
+  };
+  CHECK(plan_of(R"([{"name": "random_crop", "size": 28, "padding": 4}])")
+            .device_cost({1, 28, 28}, "data.train_transforms")
+            .empty());
+  CHECK(plan_of(R"([{"name": "random_crop", "size": 28, "padding": 28}])")
+            .device_cost({1, 28, 28}, "data.train_transforms") ==
+        "data.train_transforms[0] (random_crop) would keep every sample padded to 84x84 on the "
+        "device, more than four times the 28x28 pixels it crops");
+  // After a resize, from what it makes; pad_if_needed's padding alone stays within the bound.
+  CHECK(plan_of(R"([{"name": "resize", "size": 10}, {"name": "random_horizontal_flip"},)"
+                R"( {"name": "random_crop", "size": 12, "padding": 10}])")
+            .device_cost({1, 28, 28}, "data.train_transforms") ==
+        "data.train_transforms[2] (random_crop) would keep every sample padded to 30x30 on the "
+        "device, more than four times the 12x12 pixels it crops");
+  CHECK(plan_of(R"([{"name": "resize", "size": 10}, {"name": "random_crop", "size": 40,)"
+                R"( "pad_if_needed": true}])")
+            .device_cost({1, 28, 28}, "data.train_transforms")
+            .empty());
 }

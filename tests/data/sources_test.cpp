@@ -147,3 +147,27 @@ TEST_CASE("a hold-out over a folder gives the folder's own samples", "[data][fol
   CHECK(torch::equal(stored.samples, val.images));
   CHECK(torch::equal(stored.labels, val.labels));
 }
+
+TEST_CASE(
+    "a folder's test pictures of another size open where both transform lists bring them to one "
+    "size, and are refused, naming the picture, where not",
+    "[data][folder]") {
+  TempDir dir;
+  write_picture_folder(dir / "pictures", 100, 30);
+  PictureFolderOptions cut;
+  cut.rows = 20;
+  write_picture_folder(dir / "short", 100, 30, cut);
+  std::filesystem::remove_all(dir / "pictures" / "test");
+  std::filesystem::rename(dir / "short" / "test", dir / "pictures" / "test");
+  config::DataConfig c = folder_config(dir / "pictures");
+  const std::string refused = opening_error([&] { data::open_data(c); });
+  CHECK_THAT(refused, ContainsSubstring(": a picture of 28x20, which data.eval_transforms make "
+                                        "28x20, and the training set's first is 28x28, which "
+                                        "data.train_transforms make 28x28"));
+  config::TransformSpec resize;
+  resize.name = config::TransformName::kResize;
+  resize.size = {24, 24};
+  c.train_transforms = {resize};
+  c.eval_transforms = {resize};
+  CHECK(opening_error([&] { data::open_data(c); }) == "no error");
+}
