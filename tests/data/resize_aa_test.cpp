@@ -72,9 +72,11 @@ TEST_CASE(
   }
   CHECK(compared > 1'000'000);
   // Where the two differ at all, a sum landed on the other side of a rounding edge: 12 of 8.2
-  // million pixels on an AMD EPYC with AVX-512. A wrong weight or rounding would move far more.
+  // million pixels on an AMD EPYC with AVX-512, 747 where one side's sums were not contracted
+  // into FMAs and the other's were. A wrong weight or rounding moves far more (a truncation
+  // instead of the rounding, about half of them).
   INFO(differing << " of " << compared << " pixels differ, by at most " << largest);
-  CHECK(differing * 10'000 < compared);
+  CHECK(differing * 1'000 < compared);
 }
 
 TEST_CASE("the uint8 resize rounds halves to even, as torch.round does", "[data][transforms]") {
