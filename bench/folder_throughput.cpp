@@ -16,6 +16,7 @@
 #include "core/fs.h"
 #include "core/heap.h"
 #include "core/timer.h"
+#include "data/crop_flip.h"
 #include "data/folder_dataset.h"
 #include "data/loader.h"
 #include "data/sources.h"
@@ -63,8 +64,19 @@ void print_breakdown(const config::Config& config, const data::OpenedData& opene
   limits.max_pixels = config.data.max_image_pixels;
   limits.max_sample_bytes = config.data.max_image_pixels * 4;
   const int channels = static_cast<int>(config.data.channels);
-  const std::vector<int64_t> shape = folder->sample_shape();
+  const std::vector<int64_t> shape =
+      data::shape_after(config.data.train_transforms, folder->sample_shape());
   torch::Tensor batch = torch::empty({1, shape[0], shape[1], shape[2]});
+  // The loaders' one pass where the list is of its shape (data/crop_flip.h): it writes the batch
+  // row itself, so its collate is part of its transforms.
+  std::string why;
+  const std::optional<data::CropFlip> one_pass =
+      data::CropFlip::plan(config.data.train_transforms, config.seed, "transforms", &why);
+  std::vector<float> table;
+  if (one_pass) {
+    const torch::Tensor t = one_pass->value_table(shape[0]);
+    table.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
   double read = 0, decode = 0, transform = 0, collate = 0;
   for (int64_t i = 0; i < n; ++i) {
     const std::filesystem::path path =
@@ -76,6 +88,11 @@ void print_breakdown(const config::Config& config, const data::OpenedData& opene
     const torch::Tensor pixels = data::decode_picture(path, bytes, channels, limits);
     decode += step.seconds();
     step = core::Stopwatch();
+    if (one_pass && one_pass->render(pixels.permute({2, 0, 1}), i, 0, shape, table.data(),
+                                     batch.data_ptr<float>())) {
+      transform += step.seconds();
+      continue;
+    }
     at::Generator generator = data::sample_generator(config.seed, 0, i);
     const torch::Tensor sample =
         data::apply_transforms(config.data.train_transforms, pixels.permute({2, 0, 1}), generator);
@@ -87,7 +104,7 @@ void print_breakdown(const config::Config& config, const data::OpenedData& opene
   const auto us = [n](double seconds) { return static_cast<int64_t>(seconds / n * 1e6); };
   std::cout << "per sample, one thread, " << n << " samples: read " << us(read) << " us, decode "
             << us(decode) << " us, transforms " << us(transform) << " us, collate " << us(collate)
-            << " us\n";
+            << " us" << (one_pass ? " (one pass: transforms and collate at once)" : "") << "\n";
 }
 
 }  // namespace
