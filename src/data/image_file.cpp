@@ -94,7 +94,8 @@ torch::Tensor to_model_input(const torch::Tensor& pixels, const InputShape& shap
     // The size first, from the shapes alone: a record's transforms must not allocate what the
     // model cannot take.
     const std::vector<int64_t> made =
-        shape_after(shape.transforms, {shape.channels, pixels.size(0), pixels.size(1)});
+        shape_after(shape.transforms, {shape.channels, pixels.size(0), pixels.size(1)},
+                    name + ": the run's data.eval_transforms");
     if (made[1] != shape.height || made[2] != shape.width) {
       throw core::Error(core::ErrorCode::kData,
                         name + ": the run's data.eval_transforms make it " +

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/fs.h"
 #include "support/catch.h"
 
@@ -20,5 +21,26 @@ TEST_CASE("PNG images become the pixels torchvision's Grayscale, Resize and ToTe
     const torch::Tensor ours = (images[0].image * 255).round().to(torch::kInt64).flatten();
     const torch::Tensor theirs = torch::tensor(expected.at(name).get<std::vector<int64_t>>());
     CHECK(torch::equal(ours, theirs));
+  }
+}
+
+TEST_CASE(
+    "predict refuses a thin picture that a resize of its shorter side would make vast, naming "
+    "the picture, before allocating it",
+    "[data][security]") {
+  data::InputShape shape;
+  config::TransformSpec resize;
+  resize.name = config::TransformName::kResize;
+  resize.size = {224};
+  shape.transforms = {resize};
+  // One row of 16384 pixels: 224 rows of 3,670,016 once resized.
+  const torch::Tensor thin = torch::zeros({1, 16384, 1}, torch::kUInt8);
+  try {
+    data::to_model_input(thin, shape, "thin.png");
+    FAIL("the thin picture was resized");
+  } catch (const core::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "thin.png: the run's data.eval_transforms: a resize of the shorter side to 224 makes "
+          "this 16384x1 picture 3670016 pixels long, more than the 16384 a side transforms make");
   }
 }
