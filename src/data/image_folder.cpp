@@ -171,7 +171,10 @@ class ImageFolderLister {
     const auto target = std::filesystem::canonical(entry.path(), ec);
     if (ec) {
       if (!pictures) return std::filesystem::file_type::not_found;
-      refuse_file(false, entry.path(), "a link that leads nowhere",
+      const bool loop = ec == std::errc::too_many_symbolic_link_levels;
+      refuse_file(false, entry.path(),
+                  loop ? "a link in a loop (links that lead to each other, never to a file)"
+                       : "a link that leads nowhere",
                   "remove it or point it at a picture");
       return std::filesystem::file_type::not_found;
     }

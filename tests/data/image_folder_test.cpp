@@ -130,6 +130,12 @@ TEST_CASE(
   root = two_classes(dir, "nowhere");
   std::filesystem::create_symlink(root / "gone.png", root / "two" / "1.png");
   CHECK_THAT(refusal(root), ContainsSubstring("two/1.png: a link that leads nowhere"));
+  root = two_classes(dir, "circle");
+  std::filesystem::create_symlink(root / "two" / "2.png", root / "two" / "1.png");
+  std::filesystem::create_symlink(root / "two" / "1.png", root / "two" / "2.png");
+  // Either of the two, whichever the listing meets first.
+  CHECK_THAT(refusal(root), ContainsSubstring(".png: a link in a loop (links that lead to each "
+                                              "other, never to a file)"));
   root = two_classes(dir, "loop");
   std::filesystem::create_symlink(root / "one", root / "one" / "again");
   CHECK_THAT(refusal(root),
