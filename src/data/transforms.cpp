@@ -51,7 +51,9 @@ int64_t padded_source_index(int64_t i, int64_t n, const std::string& mode) {
 
 uint64_t sample_seed(int64_t seed, int64_t epoch, int64_t index) {
   // splitmix64's finaliser over the three, chained: nearby (epoch, index) pairs give unrelated
-  // seeds. 63 bits, which torch.manual_seed takes as it is.
+  // seeds. 63 bits, which torch.manual_seed takes as it is; its mt19937 (and so the draws)
+  // keeps the low 32 alone, so two samples of an epoch share their draws about once in 2^32
+  // pairs, as they would in PyTorch.
   const auto mix = [](uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
