@@ -92,12 +92,7 @@ std::string CropFlip::device_cost(const std::vector<int64_t>& stored,
                                   const std::string& key) const {
   if (!crop_) return "";
   const std::vector<int64_t> fixed = shape_after(fixed_, stored);
-  int64_t h = fixed[1] + crop_->padding[1] + crop_->padding[3];
-  int64_t w = fixed[2] + crop_->padding[0] + crop_->padding[2];
-  if (crop_->pad_if_needed) {
-    h = std::max(h, 2 * crop_->size[0] - h);
-    w = std::max(w, 2 * crop_->size[1] - w);
-  }
+  const auto [h, w] = padded_size(fixed[1], fixed[2]);
   if (h * w <= 4 * crop_->size[0] * crop_->size[1]) return "";
   return fmt::format(
       "{}[{}] (random_crop) would keep every sample padded to {}x{} on the device, more than four "
@@ -105,11 +100,26 @@ std::string CropFlip::device_cost(const std::vector<int64_t>& stored,
       key, crop_at_, w, h, crop_->size[1], crop_->size[0]);
 }
 
-torch::Tensor CropFlip::prepare(const torch::Tensor& raw) const {
-  // The fixed part draws nothing: the generator is never used.
-  at::Generator unused = at::make_generator<at::CPUGeneratorImpl>(0);
+std::array<int64_t, 2> CropFlip::padded_size(int64_t height, int64_t width) const {
+  if (!crop_) return {height, width};
+  int64_t h = height + crop_->padding[1] + crop_->padding[3];
+  int64_t w = width + crop_->padding[0] + crop_->padding[2];
+  // pad_if_needed pads both sides by the shortfall (random_crop_padding).
+  if (crop_->pad_if_needed && h < crop_->size[0]) h += 2 * (crop_->size[0] - h);
+  if (crop_->pad_if_needed && w < crop_->size[1]) w += 2 * (crop_->size[1] - w);
+  return {h, w};
+}
+
+torch::Tensor CropFlip::fixed_part(const torch::Tensor& raw) const {
+  if (fixed_.empty()) return raw;
+  at::Generator unused = at::make_generator<at::CPUGeneratorImpl>(0);  // fixed: no draws
   torch::Tensor image = raw;
   for (const TransformSpec& t : fixed_) image = apply_transform(t, image, unused);
+  return image;
+}
+
+torch::Tensor CropFlip::prepare(const torch::Tensor& raw) const {
+  torch::Tensor image = fixed_part(raw);
   if (crop_) image = random_crop_padding(*crop_, image);
   return image.contiguous();
 }
@@ -189,16 +199,13 @@ bool CropFlip::source_positions(int64_t n, int64_t before, int64_t after, int64_
 
 bool CropFlip::render(const torch::Tensor& raw, int64_t index, int64_t epoch,
                       c10::IntArrayRef shape, const float* table, float* out) const {
-  torch::Tensor image = raw;
-  if (!fixed_.empty()) {
-    at::Generator unused = at::make_generator<at::CPUGeneratorImpl>(0);  // fixed: no draws
-    for (const TransformSpec& t : fixed_) image = apply_transform(t, image, unused);
-  }
+  torch::Tensor image = fixed_part(raw);
   if (image.scalar_type() != torch::kUInt8) return false;
   image = image.contiguous();
   const int64_t c = image.size(0), h = image.size(1), w = image.size(2);
   std::array<int64_t, 4> pad = {0, 0, 0, 0};  // left, top, right, bottom
-  int64_t ph = h, pw = w, oh = h, ow = w;
+  const auto [ph, pw] = padded_size(h, w);
+  int64_t oh = h, ow = w;
   uint8_t fill = 0;
   if (crop_) {
     pad = crop_->padding;
@@ -207,10 +214,6 @@ bool CropFlip::render(const torch::Tensor& raw, int64_t index, int64_t epoch,
     fill = static_cast<uint8_t>(std::clamp(std::floor(crop_->fill), 0.0, 255.0));
     oh = crop_->size[0];
     ow = crop_->size[1];
-    ph = h + pad[1] + pad[3];
-    pw = w + pad[0] + pad[2];
-    if (crop_->pad_if_needed && pw < ow) pw += 2 * (ow - pw);
-    if (crop_->pad_if_needed && ph < oh) ph += 2 * (oh - ph);
     if (ph < oh || pw < ow) return false;  // random_crop_box's error
   }
   if (shape.size() != 3 || shape[0] != c || shape[1] != oh || shape[2] != ow) return false;

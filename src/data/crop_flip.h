@@ -19,6 +19,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,10 @@ class CropFlip {
  private:
   CropFlip() = default;
   Draw draw_one(int64_t index, int64_t epoch, int64_t height, int64_t width) const;
+  // What comes before the random transforms, applied to `raw`.
+  torch::Tensor fixed_part(const torch::Tensor& raw) const;
+  // The size random_crop_padding makes of a sample of height x width (itself without a crop).
+  std::array<int64_t, 2> padded_size(int64_t height, int64_t width) const;
   // Where each of `size` output positions of one axis reads in a sample's axis of `n`, or -1
   // for the fill: through the box (from `start`), the mirror, and the crop's paddings.
   bool source_positions(int64_t n, int64_t before, int64_t after, int64_t start, int64_t size,

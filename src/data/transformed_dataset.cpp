@@ -108,7 +108,8 @@ StoredSplit TransformedDataset::stored_split() const {
   std::vector<int64_t> shape = shape_of.sizes().vec();
   shape.insert(shape.begin(), n);
   torch::Tensor samples = torch::empty(shape, torch::kUInt8);
-  at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+  samples[0].copy_(shape_of);
+  at::parallel_for(1, n, 64, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const torch::Tensor prepared = prepared_sample(i);
       if (prepared.sizes() != shape_of.sizes()) {
